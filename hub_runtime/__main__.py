@@ -1,0 +1,104 @@
+"""The command line: ``hub-runtime ask | run | demo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+
+from .catalog import CatalogError
+from .settings import Settings, SettingsError, load
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """An error the user can fix; printed as one line, exit status 2."""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = load(args.config)
+    if getattr(args, "catalog", None):
+        settings = replace(settings, catalog=args.catalog)
+    return settings
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from .agent import Agent
+
+    agent = Agent.from_settings(_settings(args))
+    reply = agent.respond(args.text)
+    if args.json:
+        print(json.dumps(reply.to_dict(), ensure_ascii=False))
+    else:
+        print(reply.response)
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .runner import run_command
+
+    return run_command(_settings(args), args)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(_settings(args), args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every sub-command."""
+    parser = argparse.ArgumentParser(prog="hub-runtime", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", "-c", help="configuration YAML (default: embedded)")
+        p.add_argument("--catalog", help="home catalog YAML (overrides the config)")
+
+    ask = sub.add_parser("ask", help="answer one text query")
+    common(ask)
+    ask.add_argument("--json", action="store_true", help="print the reply as one JSON object")
+    ask.add_argument("text")
+    ask.set_defaults(func=_cmd_ask)
+
+    run = sub.add_parser("run", help="run the voice loop (live, or on a WAV file)")
+    common(run)
+    run.add_argument("--input", help="WAV file used as the microphone")
+    run.add_argument("--output", help="WAV file for the hub's speech (same timeline)")
+    run.add_argument("--events", help="JSON-lines event log")
+    run.add_argument("--realtime", action="store_true", help="feed the file at real speed")
+    run.add_argument("--echo", help="simulated room echo DELAY_MS:GAIN, e.g. 40:0.3")
+    run.set_defaults(func=_cmd_run)
+
+    demo = sub.add_parser("demo", help="a scripted spoken conversation through the real loop")
+    common(demo)
+    demo.add_argument("--out", default="out/demo.wav", help="WAV of the whole conversation")
+    demo.add_argument("--fast", action="store_true", help="do not wait for real time")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hub-runtime`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args))
+    except (SettingsError, CatalogError, CliError) as err:
+        print(f"hub-runtime: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,456 @@
+"""Word automata: hassil templates compiled to a minimal DFA over words.
+
+The DFA is what the grammar tier of the recogniser decodes with (written as a
+pocketsphinx FSG file), what the turn stage asks "is this already a complete
+command?", and what the second tier snaps a free transcript onto (the accepted
+sentence at the smallest weighted edit distance).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import hassil
+
+EPS: Final = ""
+STRING_SET_CAP: Final = 512  # largest local expansion of pure-text alternatives
+_WORD_RE: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)*")
+
+
+_ONES: Final = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS: Final = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def number_words(n: int) -> str:
+    """Spell a whole number from 0 to 9999 the way people say it."""
+    if n < 0:
+        return "minus " + number_words(-n)
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        tens, ones = divmod(n, 10)
+        return _TENS[tens] + ("" if ones == 0 else " " + _ONES[ones])
+    if n < 1000:
+        hundreds, rest = divmod(n, 100)
+        return _ONES[hundreds] + " hundred" + ("" if rest == 0 else " " + number_words(rest))
+    thousands, rest = divmod(n, 1000)
+    return number_words(thousands) + " thousand" + ("" if rest == 0 else " " + number_words(rest))
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into the recogniser's words: lower case, digits and symbols spelled out."""
+    text = text.lower().replace("’", "'")
+    text = text.replace("%", " percent ").replace("°", " degrees ").replace("-", " ")
+    text = re.sub(r"\d+", lambda m: " " + number_words(int(m.group())) + " ", text)
+    return _WORD_RE.findall(text)
+
+
+class _Dead(Exception):
+    """A template path that cannot match (it names an empty list)."""
+
+
+@dataclass
+class Nfa:
+    """A word NFA with epsilon arcs; state 0 starts, ``final`` accepts."""
+
+    arcs: list[list[tuple[str, int]]]
+    final: int
+
+    @classmethod
+    def empty(cls) -> Nfa:
+        """An NFA with a start and a final state and no paths."""
+        return cls(arcs=[[], []], final=1)
+
+    def new_state(self) -> int:
+        """Add a state."""
+        self.arcs.append([])
+        return len(self.arcs) - 1
+
+    def add(self, src: int, label: str, dst: int) -> None:
+        """Add an arc (label EPS for epsilon)."""
+        self.arcs[src].append((label, dst))
+
+    def add_words(self, src: int, words: Sequence[str], dst: int) -> None:
+        """Add a chain of word arcs from src to dst."""
+        if not words:
+            self.add(src, EPS, dst)
+            return
+        cur = src
+        for word in words[:-1]:
+            nxt = self.new_state()
+            self.add(cur, word, nxt)
+            cur = nxt
+        self.add(cur, words[-1], dst)
+
+
+ListResolver = Callable[[hassil.ListReference], list[list[str]] | list[hassil.Expression] | None]
+
+
+class TemplateCompiler:
+    """Adds hassil sentence expressions to an NFA.
+
+    Pure-text parts next to each other are expanded locally into strings first, so
+    word-internal templates such as ``fan[s]`` or ``switch[es]`` yield real words.
+    """
+
+    def __init__(self, nfa: Nfa, rules: dict[str, hassil.Sentence], lists: ListResolver) -> None:
+        """Compile into ``nfa`` with these expansion rules and list resolver."""
+        self.nfa = nfa
+        self.rules = rules
+        self.lists = lists
+        self._strings_cache: dict[int, frozenset[str] | None] = {}
+
+    def add_sentence(self, expression: hassil.Expression, src: int, dst: int) -> bool:
+        """Add every path of the expression from src to dst; False if none can match."""
+        try:
+            end = self._build(expression, src)
+        except _Dead:
+            # Partial paths stay behind as dead ends; minimize() drops them.
+            return False
+        self.nfa.add(end, EPS, dst)
+        return True
+
+    # -- pure text ----------------------------------------------------------------------
+    def _strings(self, expr: hassil.Expression) -> frozenset[str] | None:
+        key = id(expr)
+        if key in self._strings_cache:
+            return self._strings_cache[key]
+        result = self._compute_strings(expr)
+        self._strings_cache[key] = result
+        return result
+
+    def _compute_strings(self, expr: hassil.Expression) -> frozenset[str] | None:
+        if isinstance(expr, hassil.TextChunk):
+            return frozenset([expr.text])
+        if isinstance(expr, hassil.RuleReference):
+            rule = self.rules.get(expr.rule_name)
+            return None if rule is None else self._strings(rule.expression)
+        if isinstance(expr, hassil.Alternative):
+            out: set[str] = set()
+            for item in expr.items:
+                sub = self._strings(item)
+                if sub is None:
+                    return None
+                out |= sub
+            if getattr(expr, "is_optional", False):
+                out.add("")
+            return frozenset(out) if len(out) <= STRING_SET_CAP else None
+        if isinstance(expr, hassil.Permutation):
+            return None
+        if isinstance(expr, hassil.Group):  # a Sequence
+            acc: frozenset[str] = frozenset([""])
+            for item in expr.items:
+                sub = self._strings(item)
+                if sub is None or len(acc) * len(sub) > STRING_SET_CAP:
+                    return None
+                acc = frozenset(a + b for a in acc for b in sub)
+            return acc
+        return None
+
+    def _add_strings(self, strings: Iterable[str], src: int) -> int:
+        end = self.nfa.new_state()
+        for text in strings:
+            self.nfa.add_words(src, tokenize(text), end)
+        return end
+
+    # -- structure ----------------------------------------------------------------------
+    def _build(self, expr: hassil.Expression, src: int) -> int:
+        strings = self._strings(expr)
+        if strings is not None:
+            return self._add_strings(strings, src)
+        if isinstance(expr, hassil.RuleReference):
+            rule = self.rules.get(expr.rule_name)
+            if rule is None:
+                raise _Dead
+            return self._build(rule.expression, src)
+        if isinstance(expr, hassil.ListReference):
+            return self._build_list(expr, src)
+        if isinstance(expr, hassil.Alternative):
+            end = self.nfa.new_state()
+            alive = False
+            for item in expr.items:
+                try:
+                    self.nfa.add(self._build(item, src), EPS, end)
+                    alive = True
+                except _Dead:
+                    continue
+            if getattr(expr, "is_optional", False):
+                self.nfa.add(src, EPS, end)
+                alive = True
+            if not alive:
+                raise _Dead
+            return end
+        if isinstance(expr, hassil.Permutation):
+            end = self.nfa.new_state()
+            for order in itertools.permutations(expr.items):
+                cur = src
+                for item in order:
+                    cur = self._build(item, cur)
+                self.nfa.add(cur, EPS, end)
+            return end
+        if isinstance(expr, hassil.Group):
+            return self._build_sequence(list(expr.items), src)
+        raise _Dead
+
+    def _build_sequence(self, items: list[hassil.Expression], src: int) -> int:
+        cur = src
+        run: frozenset[str] | None = None
+        for item in items:
+            sub = self._strings(item)
+            if sub is not None and (run is None or len(run) * len(sub) <= STRING_SET_CAP):
+                run = sub if run is None else frozenset(a + b for a in run for b in sub)
+                continue
+            if run is not None:
+                cur = self._add_strings(run, cur)
+                run = None
+            if sub is not None:
+                run = sub
+                continue
+            cur = self._build(item, cur)
+        if run is not None:
+            cur = self._add_strings(run, cur)
+        return cur
+
+    def _build_list(self, ref: hassil.ListReference, src: int) -> int:
+        values = self.lists(ref)
+        if not values:
+            raise _Dead
+        end = self.nfa.new_state()
+        for value in values:
+            if isinstance(value, list):
+                self.nfa.add_words(src, value, end)
+            else:
+                try:
+                    self.nfa.add(self._build(value, src), EPS, end)
+                except _Dead:
+                    continue
+        return end
+
+
+class Dfa:
+    """A deterministic word automaton (state 0 starts)."""
+
+    def __init__(self, trans: list[dict[str, int]], accepting: set[int]) -> None:
+        """Hold transitions (one dict per state) and the accepting states."""
+        self.trans = trans
+        self.accepting = accepting
+        self._order: list[int] | None = None
+
+    @property
+    def num_states(self) -> int:
+        """How many states."""
+        return len(self.trans)
+
+    @property
+    def words(self) -> set[str]:
+        """Every word on an arc."""
+        return {w for t in self.trans for w in t}
+
+    def walk(self, words: Iterable[str]) -> int | None:
+        """The state after these words, None if they leave the language."""
+        state = 0
+        for word in words:
+            nxt = self.trans[state].get(word)
+            if nxt is None:
+                return None
+            state = nxt
+        return state
+
+    def accepts(self, words: Iterable[str]) -> bool:
+        """Whether the words are a complete sentence."""
+        state = self.walk(words)
+        return state is not None and state in self.accepting
+
+    def is_prefix(self, words: Iterable[str]) -> bool:
+        """Whether the words can still grow into a sentence."""
+        return self.walk(words) is not None
+
+    def topological_order(self) -> list[int]:
+        """States in an order where every arc goes forward (the language is finite)."""
+        if self._order is None:
+            indeg = [0] * self.num_states
+            for t in self.trans:
+                for dst in t.values():
+                    indeg[dst] += 1
+            order, stack = [], [s for s in range(self.num_states) if indeg[s] == 0]
+            while stack:
+                s = stack.pop()
+                order.append(s)
+                for dst in self.trans[s].values():
+                    indeg[dst] -= 1
+                    if indeg[dst] == 0:
+                        stack.append(dst)
+            if len(order) != self.num_states:
+                raise ValueError("the grammar has a cycle; snapping needs a finite language")
+            self._order = order
+        return self._order
+
+    def write_fsg(self, path: Path, name: str = "home") -> None:
+        """Write the automaton in pocketsphinx's FSG text format (one extra final state)."""
+        final = self.num_states
+        lines = [f"FSG_BEGIN {name}", f"NUM_STATES {final + 1}", "START_STATE 0",
+                 f"FINAL_STATE {final}"]
+        for src, t in enumerate(self.trans):
+            out = len(t) + (1 if src in self.accepting else 0)
+            if not out:
+                continue
+            prob = 1.0 / out
+            for word, dst in sorted(t.items()):
+                lines.append(f"TRANSITION {src} {dst} {prob:.6f} {word}")
+            if src in self.accepting:
+                lines.append(f"TRANSITION {src} {final} {prob:.6f}")
+        lines.append("FSG_END")
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _closure(arcs: list[list[tuple[str, int]]], states: Iterable[int]) -> frozenset[int]:
+    stack = list(states)
+    seen = set(stack)
+    while stack:
+        s = stack.pop()
+        for label, dst in arcs[s]:
+            if label == EPS and dst not in seen:
+                seen.add(dst)
+                stack.append(dst)
+    return frozenset(seen)
+
+
+def _determinize(
+    arcs: list[list[tuple[str, int]]], starts: Iterable[int], finals: set[int]
+) -> Dfa:
+    start = _closure(arcs, starts)
+    index = {start: 0}
+    todo = [start]
+    trans: list[dict[str, int]] = [{}]
+    accepting: set[int] = set()
+    while todo:
+        subset = todo.pop()
+        me = index[subset]
+        if subset & finals:
+            accepting.add(me)
+        moves: dict[str, set[int]] = {}
+        for s in subset:
+            for label, dst in arcs[s]:
+                if label != EPS:
+                    moves.setdefault(label, set()).add(dst)
+        for label, dsts in moves.items():
+            target = _closure(arcs, dsts)
+            if target not in index:
+                index[target] = len(trans)
+                trans.append({})
+                todo.append(target)
+            trans[me][label] = index[target]
+    return Dfa(trans, accepting)
+
+
+def _reverse(dfa: Dfa) -> tuple[list[list[tuple[str, int]]], list[int], set[int]]:
+    arcs: list[list[tuple[str, int]]] = [[] for _ in range(dfa.num_states)]
+    for src, t in enumerate(dfa.trans):
+        for word, dst in t.items():
+            arcs[dst].append((word, src))
+    return arcs, sorted(dfa.accepting), {0}
+
+
+def minimize(nfa: Nfa) -> Dfa:
+    """Determinize and minimize (Brzozowski: reverse, determinize, twice)."""
+    dfa = _determinize(nfa.arcs, [0], {nfa.final})
+    rev = _determinize(*_reverse(dfa))
+    return _determinize(*_reverse(rev))
+
+
+@dataclass(frozen=True)
+class Snap:
+    """The accepted sentence nearest to a free transcript."""
+
+    words: tuple[str, ...]
+    cost: float  # weighted edits
+    heard: int  # words in the transcript
+
+    @property
+    def ratio(self) -> float:
+        """Edits per word (of the longer of the two)."""
+        return self.cost / max(1, len(self.words), self.heard)
+
+
+def word_distance(a: str, b: str) -> float:
+    """Substitution cost of one word for another: 0 same, up to 1 unrelated."""
+    if a == b:
+        return 0.0
+    la, lb = len(a), len(b)
+    prev = list(range(lb + 1))
+    for i in range(1, la + 1):
+        cur = [i] + [0] * lb
+        for j in range(1, lb + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+        prev = cur
+    return min(1.0, 0.15 + prev[lb] / max(la, lb))
+
+
+def snap(dfa: Dfa, heard: Sequence[str], *, skip_cost: float = 1.0) -> Snap | None:
+    """The accepted sentence with the least weighted edit distance to ``heard``.
+
+    Dynamic programming over (state, position): a grammar word not heard costs
+    ``skip_cost``, a heard word not in the sentence costs 1, a substitution costs
+    :func:`word_distance`. The language is finite, so states go in topological order.
+    """
+    n = len(heard)
+    inf = float("inf")
+    order = dfa.topological_order()
+    cost = [[inf] * (n + 1) for _ in range(dfa.num_states)]
+    back: list[list[tuple[int, int, str | None] | None]] = [
+        [None] * (n + 1) for _ in range(dfa.num_states)
+    ]
+    cost[0][0] = 0.0
+    for i in range(1, n + 1):
+        cost[0][i] = float(i)
+        back[0][i] = (0, i - 1, None)
+    sub_cache: dict[tuple[str, str], float] = {}
+    for s in order:
+        row = cost[s]
+        # insertions (heard words with no grammar word) within state s
+        for i in range(1, n + 1):
+            if row[i - 1] + 1.0 < row[i]:
+                row[i] = row[i - 1] + 1.0
+                back[s][i] = (s, i - 1, None)
+        for word, dst in dfa.trans[s].items():
+            drow = cost[dst]
+            for i in range(n + 1):
+                base = row[i]
+                if base == inf:
+                    continue
+                if base + skip_cost < drow[i]:  # grammar word not heard
+                    drow[i] = base + skip_cost
+                    back[dst][i] = (s, i, word)
+                if i < n:
+                    key = (word, heard[i])
+                    sub = sub_cache.get(key)
+                    if sub is None:
+                        sub = sub_cache[key] = word_distance(word, heard[i])
+                    if base + sub < drow[i + 1]:
+                        drow[i + 1] = base + sub
+                        back[dst][i + 1] = (s, i, word)
+    best_state, best = None, inf
+    for s in dfa.accepting:
+        if cost[s][n] < best:
+            best_state, best = s, cost[s][n]
+    if best_state is None:
+        return None
+    words: list[str] = []
+    s, i = best_state, n
+    while (s, i) != (0, 0):
+        step = back[s][i]
+        if step is None:
+            break
+        ps, pi, word = step
+        if word is not None:
+            words.append(word)
+        s, i = ps, pi
+    return Snap(words=tuple(reversed(words)), cost=best, heard=n)

@@ -1,0 +1,329 @@
+"""Configuration: one YAML file validated once with voluptuous into frozen dataclasses.
+
+A bad file raises :class:`SettingsError` whose message is one line naming the key path,
+what is wrong and what is allowed, e.g.
+``audio.chunk_size: 500 is not a multiple of 160 samples (10 ms)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import voluptuous as vol
+import yaml
+
+SAMPLE_RATE: Final = 16000  # Hz, the loop's internal rate
+SAMPLES_PER_10MS: Final = SAMPLE_RATE // 100
+PACKAGE_CONFIG: Final = Path(__file__).resolve().parent / "data"
+DEFAULT_CATALOG: Final = PACKAGE_CONFIG / "catalog.yaml"
+
+
+class SettingsError(ValueError):
+    """A configuration that cannot be used; str() is the one-line explanation."""
+
+
+def _chunk_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise vol.Invalid(f"{value!r} is not a whole number of samples")
+    if value <= 0 or value % SAMPLES_PER_10MS:
+        raise vol.Invalid(
+            f"{value} is not a multiple of {SAMPLES_PER_10MS} samples (10 ms)"
+        )
+    if value > 3 * SAMPLES_PER_10MS * 3:  # webrtcvad takes 10, 20 or 30 ms frames
+        raise vol.Invalid(f"{value} is more than {9 * SAMPLES_PER_10MS} samples (90 ms)")
+    return value
+
+
+def _number(lo: float, hi: float, *, integer: bool = False) -> Any:
+    def check(value: Any) -> Any:
+        kind = int if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise vol.Invalid(f"{value!r} is not a {'whole number' if integer else 'number'}")
+        if not lo <= value <= hi:
+            raise vol.Invalid(f"{value} is out of range (allowed {lo} to {hi})")
+        return value
+
+    return check
+
+
+def _one_of(*allowed: str) -> Any:
+    def check(value: Any) -> str:
+        if value not in allowed:
+            raise vol.Invalid(f"{value!r} is not allowed (allowed: {', '.join(allowed)})")
+        return str(value)
+
+    return check
+
+
+def _optional_path(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise vol.Invalid(f"{value!r} is not a file path")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise vol.Invalid(f"{value!r} is not true or false")
+    return value
+
+
+@dataclass(frozen=True)
+class AudioSettings:
+    """Microphone, speaker and voice activity detection."""
+
+    chunk_size: int = 480  # samples per frame (30 ms at 16 kHz)
+    vad_engine: str = "silero"  # webrtcvad | silero
+    vad_threshold: float = 0.78  # smoothed speech ratio (webrtcvad) or probability (silero)
+    vad_aggressiveness: int = 2  # webrtcvad mode 0..3
+    vad_start_ms: int = 60  # sustained speech before speech_start
+    vad_stop_ms: int = 240  # sustained silence before speech_end
+    input_device: str | None = None  # sounddevice name or index; None = default
+    output_device: str | None = None
+
+
+@dataclass(frozen=True)
+class AsrSettings:
+    """The two-tier recogniser: pocketsphinx over the home grammar, Whisper as second tier."""
+
+    beam_size: int = 1  # Whisper beam
+    second_tier: str = "whisper"  # whisper | none
+    whisper_model: str | None = None  # CTranslate2 model dir; None = bundled tiny.en
+    confidence: float = 0.5  # grammar tier acts alone at or above this
+    max_utterance_s: float = 12.0
+
+
+@dataclass(frozen=True)
+class TurnSettings:
+    """End of turn and barge-in timings."""
+
+    complete_silence_ms: int = 90  # silence that ends a turn whose words are a full command
+    incomplete_silence_ms: int = 650  # silence that ends any other turn
+    barge_in_ms: int = 60  # sustained user speech during hub speech before playback pauses
+    backchannel_ms: int = 400  # speech shorter than this (and no command) resumes playback
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The local LLM (used by the LLM dialogue issue)."""
+
+    path: str | None = None
+    max_new_tokens: int = 64
+    repetition_penalty: float = 1.2
+    temperature: float = 0.7
+    context_size: int = 2048
+
+
+@dataclass(frozen=True)
+class HardwareSettings:
+    """Compute resources."""
+
+    num_threads: int = 2
+    use_npu: bool = False
+
+
+@dataclass(frozen=True)
+class TtsSettings:
+    """Speech synthesis."""
+
+    engine: str = "piper"  # piper | espeak
+    voice: str | None = None  # Piper .onnx; None = bundled en_US-joe-medium
+    length_scale: float = 1.0
+    volume: float = 1.0
+
+
+@dataclass(frozen=True)
+class WakeWordSettings:
+    """Optional wake word; inside a session none is needed."""
+
+    enabled: bool = False
+    model: str = "okay_nabu"
+    session_timeout_s: float = 8.0  # silence after the hub's last reply that ends a session
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The whole validated configuration."""
+
+    audio: AudioSettings = AudioSettings()
+    asr: AsrSettings = AsrSettings()
+    turn: TurnSettings = TurnSettings()
+    model: ModelSettings = ModelSettings()
+    hardware: HardwareSettings = HardwareSettings()
+    tts: TtsSettings = TtsSettings()
+    wake_word: WakeWordSettings = WakeWordSettings()
+    catalog: str | None = None  # path; None = the bundled example home
+    language: str = "en"
+    site_id: str = "default"
+    site_area: str | None = None  # the room the hub is in, for "turn on the lights"
+
+    @property
+    def frame_ms(self) -> int:
+        """Frame length in milliseconds."""
+        return self.audio.chunk_size * 1000 // SAMPLE_RATE
+
+
+SCHEMA: Final = vol.Schema(
+    {
+        vol.Optional("audio", default=dict): vol.Schema(
+            {
+                vol.Optional("chunk_size"): _chunk_size,
+                vol.Optional("vad_engine"): _one_of("webrtcvad", "silero"),
+                vol.Optional("vad_threshold"): _number(0.0, 1.0),
+                vol.Optional("vad_aggressiveness"): _number(0, 3, integer=True),
+                vol.Optional("vad_start_ms"): _number(0, 2000, integer=True),
+                vol.Optional("vad_stop_ms"): _number(30, 5000, integer=True),
+                vol.Optional("input_device"): vol.Any(None, vol.Coerce(str)),
+                vol.Optional("output_device"): vol.Any(None, vol.Coerce(str)),
+            }
+        ),
+        vol.Optional("asr", default=dict): vol.Schema(
+            {
+                vol.Optional("beam_size"): _number(1, 10, integer=True),
+                vol.Optional("second_tier"): _one_of("whisper", "none"),
+                vol.Optional("whisper_model"): _optional_path,
+                vol.Optional("confidence"): _number(0.0, 1.0),
+                vol.Optional("max_utterance_s"): _number(1.0, 60.0),
+            }
+        ),
+        vol.Optional("turn", default=dict): vol.Schema(
+            {
+                vol.Optional("complete_silence_ms"): _number(0, 5000, integer=True),
+                vol.Optional("incomplete_silence_ms"): _number(0, 10000, integer=True),
+                vol.Optional("barge_in_ms"): _number(0, 2000, integer=True),
+                vol.Optional("backchannel_ms"): _number(0, 5000, integer=True),
+            }
+        ),
+        vol.Optional("model", default=dict): vol.Schema(
+            {
+                vol.Optional("path"): _optional_path,
+                vol.Optional("max_new_tokens"): _number(1, 4096, integer=True),
+                vol.Optional("repetition_penalty"): _number(0.5, 3.0),
+                vol.Optional("temperature"): _number(0.0, 5.0),
+                vol.Optional("context_size"): _number(256, 131072, integer=True),
+            }
+        ),
+        vol.Optional("hardware", default=dict): vol.Schema(
+            {
+                vol.Optional("num_threads"): _number(1, 64, integer=True),
+                vol.Optional("use_npu"): _bool,
+            }
+        ),
+        vol.Optional("tts", default=dict): vol.Schema(
+            {
+                vol.Optional("engine"): _one_of("piper", "espeak"),
+                vol.Optional("voice"): _optional_path,
+                vol.Optional("length_scale"): _number(0.3, 3.0),
+                vol.Optional("volume"): _number(0.0, 4.0),
+            }
+        ),
+        vol.Optional("wake_word", default=dict): vol.Schema(
+            {
+                vol.Optional("enabled"): _bool,
+                vol.Optional("model"): _one_of("okay_nabu", "hey_jarvis", "hey_mycroft", "alexa"),
+                vol.Optional("session_timeout_s"): _number(0.0, 600.0),
+            }
+        ),
+        vol.Optional("catalog"): _optional_path,
+        vol.Optional("language"): _one_of("en"),
+        vol.Optional("site_id"): vol.All(str, vol.Match(r"^[A-Za-z0-9_-]+$", msg="is not a plain id")),
+        vol.Optional("site_area"): vol.Any(None, str),
+    }
+)
+
+_SECTIONS: Final = {
+    "audio": AudioSettings,
+    "asr": AsrSettings,
+    "turn": TurnSettings,
+    "model": ModelSettings,
+    "hardware": HardwareSettings,
+    "tts": TtsSettings,
+    "wake_word": WakeWordSettings,
+}
+
+_T = TypeVar("_T")
+
+
+def _describe(err: vol.Invalid, data: Any) -> str:
+    path = ".".join(str(p) for p in err.path)
+    msg = err.msg
+    if msg == "extra keys not allowed":
+        parent = err.path[:-1]
+        section = _SECTIONS.get(str(parent[0])) if parent else None
+        allowed = (
+            [f.name for f in fields(section)]
+            if section
+            else [k.schema for k in SCHEMA.schema]  # type: ignore[attr-defined]
+        )
+        return f"{path}: unknown key (allowed: {', '.join(sorted(map(str, allowed)))})"
+    if msg.startswith("expected a dictionary"):
+        return f"{path or 'config'}: is not a mapping of keys"
+    return f"{path}: {msg}" if path else msg
+
+
+def _section(cls: type[_T], values: dict[str, Any]) -> _T:
+    return cls(**values)
+
+
+def parse(data: Any, *, base_dir: Path | None = None) -> Settings:
+    """Validate a parsed config document into :class:`Settings`."""
+    if data is None:
+        data = {}
+    try:
+        valid = SCHEMA(data)
+    except vol.MultipleInvalid as err:
+        raise SettingsError(_describe(err.errors[0], data)) from None
+    except vol.Invalid as err:
+        raise SettingsError(_describe(err, data)) from None
+    kwargs: dict[str, Any] = {name: _section(cls, valid[name]) for name, cls in _SECTIONS.items()}
+    for key in ("language", "site_id", "site_area", "catalog"):
+        if key in valid:
+            kwargs[key] = valid[key]
+    settings = Settings(**kwargs)
+    if settings.turn.complete_silence_ms > settings.turn.incomplete_silence_ms:
+        raise SettingsError(
+            "turn.complete_silence_ms: "
+            f"{settings.turn.complete_silence_ms} is longer than turn.incomplete_silence_ms "
+            f"({settings.turn.incomplete_silence_ms}); it must not be"
+        )
+    if base_dir is not None:
+        settings = _resolve_paths(settings, base_dir)
+    return settings
+
+
+def _resolve_paths(settings: Settings, base_dir: Path) -> Settings:
+    from dataclasses import replace
+
+    def fix(p: str | None) -> str | None:
+        if p is None or Path(p).is_absolute():
+            return p
+        return str((base_dir / p).resolve())
+
+    return replace(
+        settings,
+        catalog=fix(settings.catalog),
+        asr=replace(settings.asr, whisper_model=fix(settings.asr.whisper_model)),
+        model=replace(settings.model, path=fix(settings.model.path)),
+        tts=replace(settings.tts, voice=fix(settings.tts.voice)),
+    )
+
+
+def load(path: str | Path | None) -> Settings:
+    """Read and validate a config file; None gives the embedded defaults."""
+    if path is None:
+        return Settings()
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as err:
+        raise SettingsError(f"config {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise SettingsError(f"config {path}: not valid YAML{line}") from None
+    return parse(data, base_dir=p.resolve().parent)
