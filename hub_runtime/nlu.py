@@ -19,6 +19,12 @@ _UNITS: Final = {w: i for i, w in enumerate(_ONES)}
 _TENS_MAP: Final = {w: i * 10 for i, w in enumerate(_TENS) if w != "_"}
 _NUMBER_WORDS: Final = {*_UNITS, *_TENS_MAP, "hundred", "thousand"}
 _SPACE_RE: Final = re.compile(r"\s+")
+# Domains an intent can act on when its template names none.
+INTENT_DOMAINS: Final = {
+    "HassClimateSetTemperature": ["climate"],
+    "HassLightSet": ["light"],
+    "HassSetPosition": ["cover", "valve"],
+}
 
 
 def words_to_digits(text: str) -> str:
@@ -122,7 +128,8 @@ class Nlu:
                 value = int(value)
             slots[key] = value
         requires = dict(result.intent_data.requires_context or {})
-        domains = _as_list(slots.get("domain")) or _as_list(requires.get("domain"))
+        domains = (_as_list(slots.get("domain")) or _as_list(requires.get("domain"))
+                   or INTENT_DOMAINS.get(result.intent.name, []))
         name = slots.get("name")
         area = slots.get("area") or (self.grammar.site_area if "area" in requires else None)
         device_class = slots.get("device_class")

@@ -1,0 +1,1 @@
+"""Audio: formats and conversion (format.py), devices (devices.py)."""

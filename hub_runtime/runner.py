@@ -1,0 +1,163 @@
+"""``hub-runtime run``: drive a dialogue loop from a WAV file (fast or real time) or live."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import numpy as np
+
+from .audio.format import AudioFormatError, Int16Array, read_wav, write_wav
+from .loop import DialogueLoop, EchoRoom, Engines, parse_echo
+from .pipeline import Clock
+from .settings import Settings
+
+_LOGGER = logging.getLogger(__name__)
+
+TAIL_MAX_S: Final = 30.0  # after the input ends, wait at most this for the hub to finish
+TAIL_QUIET_S: Final = 0.3  # and add this much silence at the end
+
+
+@dataclass
+class RunResult:
+    """What a file run produced."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    speaker: Int16Array = field(default_factory=lambda: np.zeros(0, np.int16))
+    mic: Int16Array = field(default_factory=lambda: np.zeros(0, np.int16))
+
+
+class EventLog:
+    """Collects events and writes them as JSON lines."""
+
+    def __init__(self, stream: TextIO | None = None,
+                 listener: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """Write to ``stream`` (if any) and call ``listener`` per event."""
+        self.events: list[dict[str, Any]] = []
+        self._stream = stream
+        self._listener = listener
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        """Record one event."""
+        self.events.append(event)
+        if self._stream is not None:
+            self._stream.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+            self._stream.flush()
+        if self._listener is not None:
+            self._listener(event)
+
+
+async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | None = None,
+                   realtime: bool = False, echo: tuple[int, float] | None = None,
+                   events: EventLog | None = None) -> RunResult:
+    """Feed ``mic`` through one loop; the speaker output is on the same timeline."""
+    engines = engines or await Engines.load(settings)
+    log = events or EventLog()
+    clock = Clock(realtime=realtime)
+    loop = DialogueLoop(settings, engines, clock=clock, events=log)
+    await loop.start()
+    n = settings.audio.chunk_size
+    frame_ms = settings.frame_ms
+    room = EchoRoom(echo[0], echo[1], n) if echo else None
+    total = math.ceil(len(mic) / n)
+    speaker: list[Int16Array] = []
+    heard: list[Int16Array] = []
+    tail_max = int(TAIL_MAX_S * 1000 / frame_ms)
+    quiet_needed = int(TAIL_QUIET_S * 1000 / frame_ms)
+    clock.start()
+    t0 = time.perf_counter()
+    i, quiet = 0, 0
+    try:
+        while i < total + tail_max:
+            frame = mic[i * n : (i + 1) * n]
+            if len(frame) < n:
+                frame = np.concatenate([frame, np.zeros(n - len(frame), np.int16)])
+            clock.position_ms = i * frame_ms
+            out = loop.output.read_frame(n)
+            if room is not None:
+                frame = room.mix(frame, out)
+            loop.pipeline.push(_input(frame, clock.position_ms))
+            speaker.append(out)
+            heard.append(frame)
+            i += 1
+            if realtime:
+                delay = t0 + i * frame_ms / 1000 - time.perf_counter()
+                await asyncio.sleep(max(0.0, delay))
+            else:
+                await loop.pipeline.wait_idle()
+            if i >= total:
+                quiet = 0 if loop.busy else quiet + 1
+                if quiet >= quiet_needed:
+                    break
+    finally:
+        await loop.stop()
+    return RunResult(events=log.events, speaker=np.concatenate(speaker) if speaker else
+                     np.zeros(0, np.int16), mic=np.concatenate(heard) if heard else
+                     np.zeros(0, np.int16))
+
+
+def _input(frame: Int16Array, t_ms: int) -> Any:
+    from .audio.format import AudioChunk
+    from .frames import InputAudioFrame
+
+    return InputAudioFrame(audio=AudioChunk(frame), t_ms=t_ms)
+
+
+async def run_live(settings: Settings, events: EventLog) -> None:
+    """Run on the configured sound devices until interrupted."""
+    from .audio.devices import LiveDuplex
+
+    engines = await Engines.load(settings)
+    clock = Clock(realtime=True)
+    loop = DialogueLoop(settings, engines, clock=clock, events=events)
+    await loop.start()
+    device = LiveDuplex(settings)
+    clock.start()
+    try:
+        async for frame in device.frames():
+            out = loop.tick(frame, clock.now_ms())
+            device.play(out)
+    finally:
+        device.close()
+        await loop.stop()
+
+
+def run_command(settings: Settings, args: argparse.Namespace) -> int:
+    """The ``run`` sub-command."""
+    from .__main__ import CliError
+
+    try:
+        echo = parse_echo(args.echo)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    stream = open(args.events, "w", encoding="utf-8") if args.events else None  # noqa: SIM115
+    try:
+        log = EventLog(stream)
+        if args.input is None:
+            from .audio.devices import DeviceError
+
+            try:
+                asyncio.run(run_live(settings, log))
+            except DeviceError as err:
+                raise CliError(str(err)) from None
+            return 0
+        try:
+            mic = read_wav(args.input)
+        except AudioFormatError as err:
+            raise CliError(str(err)) from None
+        result = asyncio.run(run_file(settings, mic, realtime=args.realtime, echo=echo,
+                                      events=log))
+        if args.output:
+            write_wav(Path(args.output), result.speaker)
+    finally:
+        if stream is not None:
+            stream.close()
+    return 0

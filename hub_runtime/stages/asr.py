@@ -1,0 +1,219 @@
+"""ASR stage: the two-tier recogniser.
+
+* Grammar tier — pocketsphinx over the home grammar, fed every frame of an open
+  utterance; a partial hypothesis whenever it changes.
+* Second tier — Whisper tiny.en on a short window, started speculatively the moment
+  the user falls silent (so it runs while end-of-turn waits), its text snapped to the
+  nearest sentence of the grammar.
+
+At end of turn the grammar tier's hypothesis is taken at once when it is a complete
+command with confident words; otherwise the second tier decides, and speech that is
+not a home command keeps Whisper's open transcript.
+
+Consumes: SpeechStartedFrame, InputAudioFrame, EndOfTurnFrame (upstream).
+Emits: PartialTranscriptFrame, TranscriptFrame (events ``partial``, ``transcript``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from ..agent import Agent, HomeModel
+from ..audio.format import Int16Array
+from ..engines.pocketsphinx import GrammarDecoder, GrammarHypothesis
+from ..engines.whisper import WhisperResult, WhisperTranscriber
+from ..frames import (
+    EndOfTurnFrame,
+    Frame,
+    InputAudioFrame,
+    PartialTranscriptFrame,
+    SpeechStartedFrame,
+    TranscriptFrame,
+)
+from ..grammar.automaton import snap, tokenize
+from ..pipeline import Direction, Stage
+from ..settings import AsrSettings
+
+_LOGGER = logging.getLogger(__name__)
+
+PREROLL_MS: Final = 300  # audio kept from before speech_start
+SNAP_MAX_RATIO: Final = 0.34  # weighted edits per word for a snap to count
+MIN_SPECULATE_MS: Final = 300  # shortest utterance worth a speculative pass
+
+
+@dataclass
+class _Speculation:
+    samples: int  # utterance length it was started on
+    task: asyncio.Task[WhisperResult]
+
+
+class AsrStage(Stage):
+    """Streaming grammar decoding with a speculative Whisper second tier."""
+
+    def __init__(self, agent: Agent, settings: AsrSettings, *, frame_ms: int,
+                 whisper: WhisperTranscriber | None) -> None:
+        """Decode with the agent's current grammar; ``whisper`` None disables tier two."""
+        super().__init__("asr")
+        self.agent = agent
+        self.settings = settings
+        self.frame_ms = frame_ms
+        self.whisper = whisper
+        self._decoder: GrammarDecoder | None = None
+        self._model: HomeModel | None = None
+        self._next_decoder: GrammarDecoder | None = None
+        self._preroll: deque[Int16Array] = deque(maxlen=max(1, PREROLL_MS // frame_ms))
+        self._utterance: list[Int16Array] = []
+        self._utt_samples = 0
+        self._last_speech = False
+        self._speculation: _Speculation | None = None
+        self._whisper_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Build the decoder for the current grammar, then start the queues."""
+        self._model = self.agent.model
+        self._decoder = await asyncio.to_thread(GrammarDecoder, self._model.grammar)
+        await super().start()
+
+    async def cleanup(self) -> None:
+        """Remove grammar files."""
+        for dec in (self._decoder, self._next_decoder):
+            if dec is not None:
+                dec.close()
+
+    async def reload(self) -> None:
+        """Build a decoder for the agent's new grammar off the loop; swap between utterances."""
+        model = self.agent.model
+        decoder = await asyncio.to_thread(GrammarDecoder, model.grammar)
+        self._next_decoder, self._model = decoder, model
+        if self._decoder is None or not self._decoder.is_open:
+            self._swap()
+
+    def _swap(self) -> None:
+        if self._next_decoder is not None:
+            if self._decoder is not None:
+                self._decoder.close()
+            self._decoder, self._next_decoder = self._next_decoder, None
+
+    @property
+    def prompt(self) -> str:
+        """Whisper's initial prompt: the home's names and areas."""
+        model = self._model or self.agent.model
+        names = [n.text for n in model.grammar.names] + model.grammar.areas
+        return ", ".join(dict.fromkeys(names)) + "."
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        """Feed audio to the open utterance; finish it on end of turn."""
+        if isinstance(frame, SpeechStartedFrame):
+            self._open()
+        elif isinstance(frame, InputAudioFrame):
+            await self._audio(frame)
+        elif isinstance(frame, EndOfTurnFrame):
+            self._close(frame)
+            return  # consumed here
+        await self.push(frame, direction)
+
+    def _open(self) -> None:
+        assert self._decoder is not None
+        if self._decoder.is_open:
+            return
+        self._decoder.start()
+        self._utterance = []
+        self._utt_samples = 0
+        self._speculation = None
+        for samples in self._preroll:
+            self._decoder.feed(samples)
+            self._add(samples)
+        self._preroll.clear()
+
+    def _add(self, samples: Int16Array) -> None:
+        self._utterance.append(samples)
+        self._utt_samples += len(samples)
+
+    async def _audio(self, frame: InputAudioFrame) -> None:
+        decoder = self._decoder
+        assert decoder is not None
+        samples = frame.audio.samples_i16
+        if not decoder.is_open:
+            self._preroll.append(samples)
+            return
+        partial = decoder.feed(samples)
+        self._add(samples)
+        if partial is not None and partial:
+            words = partial.split()
+            complete = self.agent.model.grammar.is_complete(words)
+            self.emit("partial", text=partial, complete=complete)
+            await self.push(PartialTranscriptFrame(text=partial, complete=complete))
+        if frame.speech:
+            self._speculation = None  # speech goes on: an earlier pass is stale
+        elif self._last_speech and self.whisper is not None:
+            self._speculate()
+        self._last_speech = frame.speech
+        if self._utt_samples * 1000 // 16000 >= self.settings.max_utterance_s * 1000:
+            self._close(EndOfTurnFrame(discard=False))
+
+    def _audio_so_far(self) -> np.ndarray:
+        return (np.concatenate(self._utterance) if self._utterance
+                else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
+
+    def _speculate(self) -> None:
+        if self._utt_samples * 1000 // 16000 < MIN_SPECULATE_MS:
+            return
+        audio, prompt = self._audio_so_far(), self.prompt
+        task = self.spawn(self._run_whisper(audio, prompt), "whisper")
+        self._speculation = _Speculation(self._utt_samples, task)
+
+    async def _run_whisper(self, audio: np.ndarray, prompt: str) -> WhisperResult:
+        assert self.whisper is not None
+        async with self._whisper_lock:  # one pass at a time on the 2 cores
+            return await asyncio.to_thread(self.whisper.transcribe, audio, prompt)
+
+    def _close(self, eot: EndOfTurnFrame) -> None:
+        decoder = self._decoder
+        if decoder is None or not decoder.is_open:
+            return
+        hyp = decoder.end()
+        audio = self._audio_so_far()
+        speculation = self._speculation
+        self._speculation, self._utterance, self._utt_samples = None, [], 0
+        self._last_speech = False
+        self._swap()
+        if eot.discard:
+            return
+        self.spawn(self._finish(hyp, audio, speculation), "finish")
+
+    async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray,
+                      speculation: _Speculation | None) -> None:
+        grammar = self.agent.model.grammar
+        complete = grammar.is_complete(list(hyp.words))
+        if self.whisper is None or (complete and hyp.confidence >= self.settings.confidence):
+            if hyp.words:
+                await self._transcript(hyp.text, "grammar", hyp.confidence)
+            else:
+                await self._transcript("", "open", 0.0)
+            return
+        if speculation is not None:
+            result = await speculation.task
+        else:
+            result = await self._run_whisper(audio, self.prompt)
+        heard = tokenize(result.text)
+        snapped = snap(grammar.dfa, heard) if heard else None
+        if snapped is not None and snapped.ratio <= SNAP_MAX_RATIO:
+            await self._transcript(" ".join(snapped.words), "snapped",
+                                   max(0.0, 1.0 - snapped.ratio), open_text=result.text)
+        elif complete:
+            await self._transcript(hyp.text, "grammar", hyp.confidence, open_text=result.text)
+        else:
+            await self._transcript(result.text, "open", float(np.exp(result.logprob)),
+                                   open_text=result.text)
+
+    async def _transcript(self, text: str, tier: str, confidence: float,
+                          open_text: str = "") -> None:
+        self.emit("transcript", text=text, tier=tier, confidence=round(confidence, 3))
+        await self.push(TranscriptFrame(text=text, tier=tier, confidence=confidence,
+                                        open_text=open_text or text))

@@ -1,0 +1,43 @@
+"""The state one dialogue loop shares between its stages.
+
+Written by one owner each: ``replying`` by the router (set) and the output (cleared);
+the session by the wake-word and turn stages. Everyone else only reads.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Activity(enum.Enum):
+    """What the hub is doing, as published to other devices."""
+
+    IDLE = "idle"
+    LISTENING = "listening"
+    THINKING = "thinking"
+    SPEAKING = "speaking"
+
+
+@dataclass
+class DialogueState:
+    """Flags of one loop."""
+
+    wake_word: bool = False  # whether a session must be opened by the wake word
+    session_timeout_ms: int = 8000
+    replying: bool = False  # a reply is being synthesised or played
+    session_until_ms: int = -1  # the session closes then (wake word mode)
+    activity: Activity = Activity.IDLE
+
+    def open_session(self, now_ms: int) -> None:
+        """The wake word was heard."""
+        self.session_until_ms = now_ms + self.session_timeout_ms
+
+    def extend_session(self, now_ms: int) -> None:
+        """The hub replied: the user may answer without the wake word."""
+        if self.session_until_ms >= 0:
+            self.session_until_ms = max(self.session_until_ms, now_ms + self.session_timeout_ms)
+
+    def in_session(self, now_ms: int) -> bool:
+        """Whether speech is addressed to the hub now."""
+        return not self.wake_word or now_ms <= self.session_until_ms

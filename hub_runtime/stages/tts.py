@@ -1,0 +1,58 @@
+"""TTS stage: reply text becomes audio, one sentence at a time in a worker thread.
+
+Each sentence is sent to the output as soon as it is made, while later ones are
+still being synthesised. An interruption cancels the stage's data task between
+sentences (the pipeline base does that), so pending synthesis is dropped.
+
+Consumes: SpeakFrame. Emits: TTSAudioFrame (``last`` closes an utterance).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterable
+from typing import Protocol
+
+import numpy as np
+
+from ..audio.format import AudioChunk, Int16Array
+from ..frames import Frame, SpeakFrame, TTSAudioFrame
+from ..pipeline import Direction, Stage
+
+
+class Synth(Protocol):
+    """A voice: text in, sentences of 16 kHz audio out."""
+
+    def sentences(self, text: str) -> Iterable[tuple[str, Int16Array]]:
+        """Yield (sentence, audio)."""
+        ...
+
+
+_utterances = itertools.count(1)
+
+
+class TtsStage(Stage):
+    """Streams synthesis sentence by sentence."""
+
+    def __init__(self, synth: Synth) -> None:
+        """Speak with this voice."""
+        super().__init__("tts")
+        self.synth = synth
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        """Synthesise SpeakFrames; forward the rest."""
+        if not isinstance(frame, SpeakFrame):
+            await self.push(frame, direction)
+            return
+        utterance = next(_utterances)
+        sentences = iter(self.synth.sentences(frame.text))
+        while True:
+            item = await asyncio.to_thread(next, sentences, None)
+            if item is None:
+                break
+            text, audio = item
+            await self.push(TTSAudioFrame(audio=AudioChunk(audio), utterance=utterance,
+                                          text=text))
+        await self.push(TTSAudioFrame(audio=AudioChunk(np.zeros(0, np.int16)),
+                                      utterance=utterance, text=frame.text, last=True))
