@@ -10,13 +10,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .catalog import CatalogError
+from .errors import CliError
 from .settings import Settings, SettingsError, load
 
 EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """An error the user can fix; printed as one line, exit status 2."""
 
 
 def _settings(args: argparse.Namespace) -> Settings:

@@ -189,4 +189,4 @@ class Catalog:
 
 def _describe(err: vol.Invalid) -> str:
     path = ".".join(str(p) for p in err.path)
-    return f"entities: {path}: {err.msg}" if path else f"catalog: {err.msg}"
+    return f"catalog: {path}: {err.msg}" if path else f"catalog: {err.msg}"

@@ -16,6 +16,7 @@ from typing import Any, Final, TextIO
 import numpy as np
 
 from .audio.format import AudioFormatError, Int16Array, read_wav, write_wav
+from .errors import CliError
 from .loop import DialogueLoop, EchoRoom, Engines, parse_echo
 from .pipeline import Clock
 from .settings import Settings
@@ -57,8 +58,12 @@ class EventLog:
 
 async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | None = None,
                    realtime: bool = False, echo: tuple[int, float] | None = None,
-                   events: EventLog | None = None) -> RunResult:
-    """Feed ``mic`` through one loop; the speaker output is on the same timeline."""
+                   events: EventLog | None = None,
+                   say_at: list[tuple[int, str]] | None = None) -> RunResult:
+    """Feed ``mic`` through one loop; the speaker output is on the same timeline.
+
+    ``say_at`` schedules hub utterances (input ms, text), as the MQTT ``say`` topic would.
+    """
     engines = engines or await Engines.load(settings)
     log = events or EventLog()
     clock = Clock(realtime=realtime)
@@ -75,12 +80,15 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
     clock.start()
     t0 = time.perf_counter()
     i, quiet = 0, 0
+    scripted = sorted(say_at or [])
     try:
         while i < total + tail_max:
             frame = mic[i * n : (i + 1) * n]
             if len(frame) < n:
                 frame = np.concatenate([frame, np.zeros(n - len(frame), np.int16)])
             clock.position_ms = i * frame_ms
+            while scripted and scripted[0][0] <= clock.position_ms:
+                loop.say(scripted.pop(0)[1])
             out = loop.output.read_frame(n)
             if room is not None:
                 frame = room.mix(frame, out)
@@ -93,7 +101,7 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
                 await asyncio.sleep(max(0.0, delay))
             else:
                 await loop.pipeline.wait_idle()
-            if i >= total:
+            if i >= total and not scripted:
                 quiet = 0 if loop.busy else quiet + 1
                 if quiet >= quiet_needed:
                     break
@@ -132,13 +140,11 @@ async def run_live(settings: Settings, events: EventLog) -> None:
 
 def run_command(settings: Settings, args: argparse.Namespace) -> int:
     """The ``run`` sub-command."""
-    from .__main__ import CliError
-
     try:
         echo = parse_echo(args.echo)
     except ValueError as err:
         raise CliError(str(err)) from None
-    stream = open(args.events, "w", encoding="utf-8") if args.events else None  # noqa: SIM115
+    stream = open(args.events, "w", encoding="utf-8") if args.events else None
     try:
         log = EventLog(stream)
         if args.input is None:
