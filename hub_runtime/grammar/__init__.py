@@ -103,6 +103,7 @@ class NameValue:
     text: str
     entity_id: str
     domain: str
+    canonical: str  # the entity's name (the slot value for an alias too)
 
 
 def _domain_ok(domain: str, requires: dict[str, Any], excludes: dict[str, Any]) -> bool:
@@ -130,7 +131,7 @@ class HomeGrammar:
         self.document = intents_document(language)
         self.intents = hassil.Intents.from_dict(self.document)
         self.names: list[NameValue] = [
-            NameValue(text=name, entity_id=e.entity_id, domain=e.domain)
+            NameValue(text=name, entity_id=e.entity_id, domain=e.domain, canonical=e.name)
             for e in catalog
             for name in e.names
         ]
@@ -140,7 +141,7 @@ class HomeGrammar:
                 name="name",
                 values=[
                     hassil.TextSlotValue(
-                        text_in=hassil.TextChunk(n.text), value_out=n.text,
+                        text_in=hassil.TextChunk(n.text), value_out=n.canonical,
                         context={"domain": n.domain},
                     )
                     for n in self.names

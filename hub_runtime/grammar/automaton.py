@@ -8,6 +8,7 @@ sentence at the smallest weighted edit distance).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +52,11 @@ def tokenize(text: str) -> list[str]:
     text = text.replace("%", " percent ").replace("°", " degrees ").replace("-", " ")
     text = re.sub(r"\d+", lambda m: " " + number_words(int(m.group())) + " ", text)
     return _WORD_RE.findall(text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(tokenize(text))
 
 
 class _Dead(Exception):
@@ -156,9 +162,19 @@ class TemplateCompiler:
         return None
 
     def _add_strings(self, strings: Iterable[str], src: int) -> int:
+        """Add the strings as a trie from src (shared prefixes, one end state)."""
         end = self.nfa.new_state()
-        for text in strings:
-            self.nfa.add_words(src, tokenize(text), end)
+        children: dict[tuple[int, str], int] = {}
+        for text in sorted(set(strings)):
+            words = _tokens(text)
+            cur = src
+            for word in words:
+                nxt = children.get((cur, word))
+                if nxt is None:
+                    nxt = children[(cur, word)] = self.nfa.new_state()
+                    self.nfa.add(cur, word, nxt)
+                cur = nxt
+            self.nfa.add(cur, EPS, end)
         return end
 
     # -- structure ----------------------------------------------------------------------
@@ -360,10 +376,25 @@ def _reverse(dfa: Dfa) -> tuple[list[list[tuple[str, int]]], list[int], set[int]
 
 
 def minimize(nfa: Nfa) -> Dfa:
-    """Determinize and minimize (Brzozowski: reverse, determinize, twice)."""
-    dfa = _determinize(nfa.arcs, [0], {nfa.final})
-    rev = _determinize(*_reverse(dfa))
+    """The minimal DFA (Brzozowski: reverse and determinize, twice)."""
+    reversed_arcs: list[list[tuple[str, int]]] = [[] for _ in nfa.arcs]
+    for src, out in enumerate(nfa.arcs):
+        for label, dst in out:
+            reversed_arcs[dst].append((label, src))
+    rev = _determinize(reversed_arcs, [nfa.final], {0})
     return _determinize(*_reverse(rev))
+
+
+# Words that carry little of a command's meaning (on/off and numbers are not among them).
+FUNCTION_WORDS: Final = frozenset(
+    "the a an is are of to in at my our your me it its this that please can could would you "
+    "for and be".split()
+)
+
+
+def content_words(words: Iterable[str]) -> int:
+    """How many words carry meaning."""
+    return sum(1 for w in words if w not in FUNCTION_WORDS)
 
 
 @dataclass(frozen=True)
@@ -372,12 +403,12 @@ class Snap:
 
     words: tuple[str, ...]
     cost: float  # weighted edits
-    heard: int  # words in the transcript
+    heard: tuple[str, ...]  # the transcript's words
 
     @property
     def ratio(self) -> float:
-        """Edits per word (of the longer of the two)."""
-        return self.cost / max(1, len(self.words), self.heard)
+        """Edits per content word (of the longer of the two): function words do not dilute it."""
+        return self.cost / max(1, content_words(self.words), content_words(self.heard))
 
 
 def word_distance(a: str, b: str) -> float:
@@ -453,4 +484,4 @@ def snap(dfa: Dfa, heard: Sequence[str], *, skip_cost: float = 1.0) -> Snap | No
         if word is not None:
             words.append(word)
         s, i = ps, pi
-    return Snap(words=tuple(reversed(words)), cost=best, heard=n)
+    return Snap(words=tuple(reversed(words)), cost=best, heard=tuple(heard))

@@ -1,0 +1,149 @@
+"""NLU and standalone acting on text (``hub-runtime ask``), the grammar automaton, snapping."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hub_runtime.agent import Agent, HomeModel
+from hub_runtime.catalog import Catalog
+from hub_runtime.grammar.automaton import number_words, snap, tokenize
+from hub_runtime.grammar.pronounce import ipa_to_arpabet
+from hub_runtime.nlu import words_to_digits
+from hub_runtime.settings import Settings
+
+from .conftest import EXAMPLE_CATALOG
+
+
+@pytest.fixture
+def agent() -> Agent:
+    return Agent(HomeModel(Catalog.load(EXAMPLE_CATALOG), Settings()))
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "targets", "slots"),
+    [
+        ("turn on the kitchen light", "HassTurnOn", ["light.kitchen"], {"name": "Kitchen Light"}),
+        ("switch off the ceiling light", "HassTurnOff", ["light.kitchen"], {"name": "Kitchen Light"}),
+        ("turn off the lights in the bedroom", "HassTurnOff", ["light.bedroom"], {"area": "Bedroom"}),
+        ("toggle the christmas tree", "HassToggle", ["switch.christmas_tree"], {}),
+        ("set the reading lamp brightness to 40 percent", "HassLightSet", ["light.living_room_lamp"],
+         {"brightness": 40}),
+        ("make the living room lamp blue", "HassLightSet", ["light.living_room_lamp"], {"color": "blue"}),
+        ("set the temperature to 21 degrees", "HassClimateSetTemperature", ["climate.thermostat"],
+         {"temperature": 21}),
+        ("open the garage door", "HassOpenCover", ["cover.garage_door"], {}),
+        ("close the bedroom blinds", "HassCloseCover", ["cover.bedroom_blinds"], {}),
+        ("set the bedroom blinds to 30%", "HassSetPosition", ["cover.bedroom_blinds"], {"position": 30}),
+        ("what is the outside temperature", "HassGetState", ["sensor.outside_temperature"], {}),
+        ("what time is it", "HassGetCurrentTime", [], {}),
+        ("never mind", "HassNevermind", [], {}),
+        ("could you turn on the zigbee plug please", "HassTurnOn", ["switch.zigbee_plug"], {}),
+    ],
+)
+def test_intents_on_text(agent: Agent, text: str, name: str, targets: list[str], slots: dict) -> None:
+    intent = agent.recognize(text)
+    assert intent is not None, text
+    assert intent.name == name
+    assert intent.targets == targets
+    for key, value in slots.items():
+        assert intent.slots[key] == value
+
+
+def test_state_question_answers_truthfully_after_a_command(agent: Agent) -> None:
+    assert agent.respond("is the kitchen light on").response.startswith("No")
+    turned = agent.respond("turn on the kitchen light")
+    assert turned.response == "Turned on the light"
+    assert agent.model.catalog.get("light.kitchen").state == "on"  # type: ignore[union-attr]
+    asked = agent.respond("is the kitchen light on")
+    assert asked.response == "Yes"
+    assert asked.intent is not None and asked.intent.name == "HassGetState"
+    assert agent.model.catalog.get("light.kitchen").state == "on"  # type: ignore[union-attr]
+
+
+def test_light_set_and_position_change_state(agent: Agent) -> None:
+    agent.respond("set the kitchen light brightness to 50 percent")
+    kitchen = agent.model.catalog.get("light.kitchen")
+    assert kitchen is not None and kitchen.state == "on" and kitchen.attributes["brightness"] == 128
+    agent.respond("set the bedroom blinds to 0 percent")
+    blinds = agent.model.catalog.get("cover.bedroom_blinds")
+    assert blinds is not None and blinds.state == "closed"
+
+
+def test_time_reply_uses_the_template(agent: Agent) -> None:
+    reply = agent.respond("what time is it", now=dt.datetime(2026, 1, 1, 15, 7))
+    assert reply.response == "3:07 PM"
+
+
+def test_out_of_grammar_gives_no_intent(agent: Agent) -> None:
+    reply = agent.respond("what is the capital of france")
+    assert reply.intent is None and reply.source is None
+    assert reply.response
+
+
+def test_catalog_change_changes_what_is_recognised(agent: Agent) -> None:
+    assert agent.recognize("turn on the aquarium pump") is None
+    catalog = Catalog.from_dict({"entities": [
+        {"entity_id": "switch.aquarium", "name": "Aquarium Pump", "area": "Den"}]})
+    import asyncio
+
+    asyncio.run(agent.replace_catalog(catalog, Settings()))
+    intent = agent.recognize("turn on the aquarium pump")
+    assert intent is not None and intent.targets == ["switch.aquarium"]
+    assert agent.recognize("turn on the kitchen light") is None
+    assert agent.model.grammar.is_complete(tokenize("turn on the aquarium pump"))
+
+
+def test_grammar_completeness_and_prefixes(agent: Agent) -> None:
+    g = agent.model.grammar
+    assert g.is_complete("turn on the kitchen light".split())
+    assert not g.is_complete("turn on the".split())
+    assert g.dfa.is_prefix("turn on the".split())
+    assert not g.dfa.is_prefix("banana".split())
+    assert g.is_complete(tokenize("set the kitchen light brightness to 75%"))
+
+
+def test_snap_repairs_a_near_miss(agent: Agent) -> None:
+    dfa = agent.model.grammar.dfa
+    s = snap(dfa, "turn on the kitchen lights please".split())
+    assert s is not None and " ".join(s.words) in {"turn on the kitchen lights please",
+                                                    "turn on the kitchen light please"}
+    s = snap(dfa, "turn of the kitchen lite".split())
+    assert s is not None and " ".join(s.words) in {"turn off the kitchen light", "turn off the kitchen lights"}
+    far = snap(dfa, "what is the capital of france".split())
+    assert far is None or far.ratio > 0.34
+
+
+def test_numbers_round_trip() -> None:
+    for n in (0, 7, 15, 21, 40, 99, 100, 255):
+        assert words_to_digits(number_words(n)) == str(n)
+    assert words_to_digits("set it to fifty five percent") == "set it to 55 percent"
+    assert tokenize("Lamp 2 at 50%") == ["lamp", "two", "at", "fifty", "percent"]
+
+
+def test_generated_pronunciations() -> None:
+    assert ipa_to_arpabet("zˈɪɡbiː") == ["Z", "IH", "G", "B", "IY"]
+    assert ipa_to_arpabet("tʃˈeɪndʒ") == ["CH", "EY", "N", "JH"]
+
+
+def test_ask_cli_prints_the_contract_json(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hub_runtime", "ask", "--catalog", str(EXAMPLE_CATALOG), "--json",
+         "turn on the kitchen light"], capture_output=True, text=True, check=True,
+    )
+    out = json.loads(proc.stdout)
+    assert out == {
+        "text": "turn on the kitchen light",
+        "intent": {"name": "HassTurnOn", "slots": {"name": "Kitchen Light"}, "targets": ["light.kitchen"]},
+        "source": "grammar",
+        "response": "Turned on the light",
+    }
+    proc = subprocess.run([sys.executable, "-m", "hub_runtime", "ask", "--json", "sing me a song"],
+                          capture_output=True, text=True, check=True)
+    out = json.loads(proc.stdout)
+    assert out["intent"] is None and out["source"] is None
