@@ -92,7 +92,7 @@ class AsrSettings:
     beam_size: int = 1  # Whisper beam
     second_tier: str = "whisper"  # whisper | none
     whisper_model: str | None = None  # CTranslate2 model dir; None = bundled tiny.en
-    confidence: float = 0.5  # grammar tier acts alone at or above this
+    confidence: float = 0.95  # grammar tier acts alone at or above this
     max_utterance_s: float = 12.0
 
 

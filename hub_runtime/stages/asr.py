@@ -26,6 +26,7 @@ import numpy as np
 
 from ..agent import Agent, HomeModel
 from ..audio.format import Int16Array
+from ..catalog import Catalog
 from ..engines.pocketsphinx import GrammarDecoder, GrammarHypothesis
 from ..engines.whisper import WhisperResult, WhisperTranscriber
 from ..frames import (
@@ -43,8 +44,30 @@ from ..settings import AsrSettings
 _LOGGER = logging.getLogger(__name__)
 
 PREROLL_MS: Final = 300  # audio kept from before speech_start
-SNAP_MAX_RATIO: Final = 0.34  # weighted edits per word for a snap to count
+SNAP_MAX_RATIO: Final = 0.34  # weighted edits per content word for a snap to count
+WHISPER_SURE: Final = 0.5  # mean token probability above which an unsnappable transcript is open speech
 MIN_SPECULATE_MS: Final = 300  # shortest utterance worth a speculative pass
+# Silence before a speculative pass: the VAD flag drops before a word's soft tail
+# (a final "n" or "s"), and Whisper drops a word it hears cut off.
+SPECULATE_AFTER_MS: Final = 60
+
+
+PROMPT_VERBS: Final = {"cover": "Open the {}.", "sensor": "What is the {}?",
+                       "climate": "Set the {} to 21 degrees.", "lock": "Lock the {}."}
+
+
+def whisper_prompt(catalog: Catalog, *, max_words: int = 90) -> str:
+    """One short command per entity name (aliases too), capped in length."""
+    sentences: list[str] = []
+    words = 0
+    for entity in catalog:
+        for name in entity.names:
+            sentence = PROMPT_VERBS.get(entity.domain, "Turn on the {}.").format(name)
+            words += len(sentence.split())
+            if words > max_words:
+                return " ".join(sentences)
+            sentences.append(sentence)
+    return " ".join(sentences)
 
 
 @dataclass
@@ -70,7 +93,7 @@ class AsrStage(Stage):
         self._preroll: deque[Int16Array] = deque(maxlen=max(1, PREROLL_MS // frame_ms))
         self._utterance: list[Int16Array] = []
         self._utt_samples = 0
-        self._last_speech = False
+        self._silent_ms = 0
         self._speculation: _Speculation | None = None
         self._whisper_lock = asyncio.Lock()
 
@@ -102,10 +125,13 @@ class AsrStage(Stage):
 
     @property
     def prompt(self) -> str:
-        """Whisper's initial prompt: the home's names and areas."""
+        """Whisper's initial prompt: commands that name the home's entities.
+
+        Sentences, not a list: a list of names makes Whisper answer with a list
+        ("Turn off the Office,") and drop the word after a name.
+        """
         model = self._model or self.agent.model
-        names = [n.text for n in model.grammar.names] + model.grammar.areas
-        return ", ".join(dict.fromkeys(names)) + "."
+        return whisper_prompt(model.catalog)
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Feed audio to the open utterance; finish it on end of turn."""
@@ -151,9 +177,11 @@ class AsrStage(Stage):
             await self.push(PartialTranscriptFrame(text=partial, complete=complete))
         if frame.speech:
             self._speculation = None  # speech goes on: an earlier pass is stale
-        elif self._last_speech and self.whisper is not None:
-            self._speculate()
-        self._last_speech = frame.speech
+            self._silent_ms = 0
+        else:
+            self._silent_ms += self.frame_ms
+            if self._silent_ms == SPECULATE_AFTER_MS and self.whisper is not None:
+                self._speculate()
         if self._utt_samples * 1000 // 16000 >= self.settings.max_utterance_s * 1000:
             self._close(EndOfTurnFrame(discard=False))
 
@@ -165,6 +193,7 @@ class AsrStage(Stage):
         if self._utt_samples * 1000 // 16000 < MIN_SPECULATE_MS:
             return
         audio, prompt = self._audio_so_far(), self.prompt
+        _LOGGER.debug("speculative whisper pass on %d ms", len(audio) // 16)
         task = self.spawn(self._run_whisper(audio, prompt), "whisper")
         self._speculation = _Speculation(self._utt_samples, task)
 
@@ -181,7 +210,7 @@ class AsrStage(Stage):
         audio = self._audio_so_far()
         speculation = self._speculation
         self._speculation, self._utterance, self._utt_samples = None, [], 0
-        self._last_speech = False
+        self._silent_ms = 0
         self._swap()
         if eot.discard:
             return
@@ -193,27 +222,36 @@ class AsrStage(Stage):
         complete = grammar.is_complete(list(hyp.words))
         if self.whisper is None or (complete and hyp.confidence >= self.settings.confidence):
             if hyp.words:
-                await self._transcript(hyp.text, "grammar", hyp.confidence)
+                await self._transcript(hyp.text, "grammar", hyp.confidence, grammar=hyp)
             else:
                 await self._transcript("", "open", 0.0)
             return
         if speculation is not None:
             result = await speculation.task
+            _LOGGER.debug("speculation on %d of %d ms", speculation.samples // 16, len(audio) // 16)
         else:
             result = await self._run_whisper(audio, self.prompt)
         heard = tokenize(result.text)
         snapped = snap(grammar.dfa, heard) if heard else None
         if snapped is not None and snapped.ratio <= SNAP_MAX_RATIO:
             await self._transcript(" ".join(snapped.words), "snapped",
-                                   max(0.0, 1.0 - snapped.ratio), open_text=result.text)
-        elif complete:
-            await self._transcript(hyp.text, "grammar", hyp.confidence, open_text=result.text)
+                                   max(0.0, 1.0 - snapped.ratio), open_text=result.text, grammar=hyp)
+        elif complete and np.exp(result.logprob) < WHISPER_SURE:
+            # Whisper is unsure and heard nothing of the grammar: the grammar tier's words
+            await self._transcript(hyp.text, "grammar", hyp.confidence, open_text=result.text,
+                                   grammar=hyp)
         else:
             await self._transcript(result.text, "open", float(np.exp(result.logprob)),
-                                   open_text=result.text)
+                                   open_text=result.text, grammar=hyp)
 
     async def _transcript(self, text: str, tier: str, confidence: float,
-                          open_text: str = "") -> None:
-        self.emit("transcript", text=text, tier=tier, confidence=round(confidence, 3))
+                          open_text: str = "", grammar: GrammarHypothesis | None = None) -> None:
+        detail = {}
+        if open_text:
+            detail["open_text"] = open_text
+        if grammar is not None:
+            detail["grammar_text"] = grammar.text
+            detail["grammar_confidence"] = round(grammar.confidence, 3)
+        self.emit("transcript", text=text, tier=tier, confidence=round(confidence, 3), **detail)
         await self.push(TranscriptFrame(text=text, tier=tier, confidence=confidence,
                                         open_text=open_text or text))

@@ -1,0 +1,207 @@
+"""The voice loop on real audio through the real engines (fast mode: t_ms is input time)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import wave
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hub_runtime.audio.format import read_wav, write_wav
+from hub_runtime.audio.synthetic import scene, speech_bounds_ms
+from hub_runtime.catalog import Catalog
+from hub_runtime.loop import DialogueLoop, Engines
+from hub_runtime.pipeline import Clock
+from hub_runtime.runner import EventLog, RunResult
+from hub_runtime.settings import Settings
+
+from .conftest import EXAMPLE_CATALOG, of_type
+
+GOFORWARD = Path("/usr/share/pocketsphinx/test/data/goforward.raw")
+LONG_ANSWER = ("Here is the weather for the whole week. Monday will be sunny and warm. "
+               "Tuesday brings clouds in the morning and light rain in the afternoon. "
+               "Wednesday stays dry, with a cool breeze from the north.")
+
+
+def _intents(result: RunResult) -> list[dict]:
+    return of_type(result.events, "intent")
+
+
+@pytest.mark.parametrize(("text", "who", "speed", "name", "targets"), [
+    ("turn on the kitchen light", "piper", 1.0, "HassTurnOn", ["light.kitchen"]),
+    ("open the garage door", "en-us", 1.0, "HassOpenCover", ["cover.garage_door"]),
+    ("set the reading lamp brightness to forty percent", "piper", 1.2, "HassLightSet",
+     ["light.living_room_lamp"]),
+    ("turn off the zigbee plug", "piper", 0.9, "HassTurnOff", ["switch.zigbee_plug"]),
+    ("toggle the christmas tree", "en-gb", 1.0, "HassToggle", ["switch.christmas_tree"]),
+])
+def test_command(run: Callable[..., RunResult], voice: Callable[..., np.ndarray], text: str, who: str,
+                 speed: float, name: str, targets: list[str]) -> None:
+    utt = voice(text, who, speed)
+    mic = scene([(500, utt)], 500 + len(utt) // 16 + 2000)
+    result = run(mic)
+    kinds = [e["type"] for e in result.events]
+    for kind in ("speech_start", "partial", "transcript", "intent", "response", "tts_start", "tts_end"):
+        assert kind in kinds, (kind, result.events)
+    intents = _intents(result)
+    assert [(i["name"], i["targets"]) for i in intents] == [(name, targets)]
+    _start, end = speech_bounds_ms(mic)
+    # the turn closes soon after the words end (logical time, not wall time)
+    assert intents[0]["t_ms"] - end <= 700
+    tts_start = of_type(result.events, "tts_start")[0]["t_ms"]
+    played = result.speaker[tts_start * 16 : (tts_start + 500) * 16]
+    assert np.abs(played.astype(np.int32)).max() > 1000, "the reply is audible in the output"
+    assert len(result.speaker) == len(result.mic)
+
+
+def test_state_question_after_command_in_one_conversation(
+    run: Callable[..., RunResult], voice: Callable[..., np.ndarray],
+) -> None:
+    a = voice("is the kitchen light on")
+    b = voice("turn on the kitchen light")
+    mic = scene([(300, a), (3300, b), (6300, a)], 9500)
+    responses = [e["text"] for e in of_type(run(mic).events, "response")]
+    assert responses[0].startswith("No")
+    assert responses[1] == "Turned on the light"
+    assert responses[2] == "Yes"
+
+
+def test_barge_in_stops_the_hub_and_takes_the_new_command(
+    run: Callable[..., RunResult], voice: Callable[..., np.ndarray],
+) -> None:
+    cmd = voice("turn off the office fan", "en-us")
+    mic = scene([(2500, cmd)], 2500 + len(cmd) // 16 + 2500)
+    result = run(mic, say_at=[(0, LONG_ANSWER)])
+    ev = result.events
+    onset = next(e["onset_ms"] for e in of_type(ev, "speech_start") if e["t_ms"] >= 2400)
+    barge = of_type(ev, "barge_in")
+    assert barge and barge[0]["t_ms"] - onset <= 150, "playback pauses within a few frames"
+    assert of_type(ev, "tts_cancelled"), "a real utterance stops the hub for good"
+    assert not of_type(ev, "tts_resumed")
+    assert [i["targets"] for i in _intents(result)] == [["fan.office"]]
+    # nothing of the long answer is played after the pause
+    cancel_t = of_type(ev, "tts_cancelled")[0]["t_ms"]
+    next_start = [e["t_ms"] for e in of_type(ev, "tts_start") if e["t_ms"] > cancel_t]
+    quiet = result.speaker[(barge[0]["t_ms"] + 30) * 16 : next_start[0] * 16]
+    assert np.abs(quiet.astype(np.int32)).max() == 0
+    assert len(of_type(ev, "tts_end")) == 1  # only the reply to the new command ends normally
+
+
+@pytest.mark.parametrize(("word", "who", "speed"), [("okay", "en-us", 1.3), ("yeah", "piper", 1.0)])
+def test_backchannel_resumes_without_cancelling(
+    run: Callable[..., RunResult], voice: Callable[..., np.ndarray], word: str, who: str, speed: float,
+) -> None:
+    bc = voice(word, who, speed)
+    mic = scene([(3000, bc)], 16000)
+    result = run(mic, say_at=[(0, LONG_ANSWER)])
+    ev = result.events
+    assert of_type(ev, "barge_in")
+    assert of_type(ev, "tts_resumed")
+    assert not of_type(ev, "tts_cancelled")
+    assert not _intents(result)
+    assert len(of_type(ev, "tts_end")) == 1, "the long answer is finished"
+
+
+def test_out_of_grammar_speech_keeps_its_open_transcript(
+    run: Callable[..., RunResult], voice: Callable[..., np.ndarray],
+) -> None:
+    utt = voice("what will the weather be like in paris tomorrow")
+    result = run(scene([(300, utt)], 300 + len(utt) // 16 + 2000))
+    transcripts = of_type(result.events, "transcript")
+    assert transcripts and transcripts[0]["tier"] == "open"
+    assert "weather" in transcripts[0]["text"].lower()
+    assert not _intents(result)
+
+
+@pytest.mark.skipif(not GOFORWARD.exists(), reason="pocketsphinx-testdata not installed")
+def test_human_recording_outside_the_grammar(run: Callable[..., RunResult]) -> None:
+    human = np.frombuffer(GOFORWARD.read_bytes(), dtype=np.int16)
+    result = run(scene([(300, human)], 300 + len(human) // 16 + 1500))
+    transcripts = of_type(result.events, "transcript")
+    assert transcripts and "forward" in transcripts[0]["text"].lower()
+    assert not _intents(result)
+
+
+def test_catalog_change_is_heard_without_dropping_audio(
+    engines: Engines, voice: Callable[..., np.ndarray],
+) -> None:
+    utt = voice("turn on the aquarium pump")
+    mic = scene([(300, utt)], 300 + len(utt) // 16 + 1500)
+    settings = Settings()
+    new = Catalog.from_dict({"entities": [{"entity_id": "switch.aquarium", "name": "Aquarium Pump"}]})
+
+    async def go() -> list[dict]:
+        log = EventLog()
+        loop = DialogueLoop(settings, engines, clock=Clock(realtime=False), events=log)
+        await loop.start()
+        fed = 0
+        try:
+            rebuild = asyncio.create_task(engines.agent.replace_catalog(new, settings))
+            while not rebuild.done():  # the loop keeps taking frames while the grammar builds
+                loop.tick(np.zeros(480, np.int16), fed * 30)
+                fed += 1
+                await asyncio.sleep(0.01)
+            await loop.asr.reload()
+            for i in range(0, len(mic), 480):
+                loop.pipeline.clock.position_ms = (fed + i // 480) * 30
+                loop.tick(mic[i : i + 480], loop.pipeline.clock.position_ms)
+                await loop.pipeline.wait_idle()
+        finally:
+            await loop.stop()
+        assert fed > 0
+        return log.events
+
+    events = asyncio.run(go())
+    assert [i["targets"] for i in of_type(events, "intent")] == [["switch.aquarium"]]
+
+
+def test_run_cli_converts_input_and_writes_events_and_output(
+    tmp_path: Path, voice: Callable[..., np.ndarray],
+) -> None:
+    utt = voice("turn on the kitchen light")
+    mic = scene([(300, utt)], 300 + len(utt) // 16 + 2000)
+    # 22.05 kHz stereo input is converted on the way in
+    from hub_runtime.audio.format import resample
+
+    hi = resample(mic, 16000, 22050)
+    stereo = np.stack([hi, hi], axis=1).reshape(-1)
+    src = tmp_path / "in.wav"
+    with wave.open(str(src), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(22050)
+        w.writeframes(stereo.astype(np.int16).tobytes())
+    out, ev = tmp_path / "out.wav", tmp_path / "ev.jsonl"
+    subprocess.run([sys.executable, "-m", "hub_runtime", "run", "--catalog", str(EXAMPLE_CATALOG),
+                    "--input", str(src), "--output", str(out), "--events", str(ev)], check=True)
+    events = [json.loads(line) for line in ev.read_text().splitlines()]
+    assert all(isinstance(e["t_ms"], int) and "type" in e for e in events)
+    assert [e["targets"] for e in events if e["type"] == "intent"] == [["light.kitchen"]]
+    speaker = read_wav(out)
+    assert len(speaker) >= len(mic)
+
+
+def test_echo_room_mixes_the_hub_back_into_the_mic() -> None:
+    from hub_runtime.loop import EchoRoom, parse_echo
+
+    assert parse_echo("40:0.5") == (40, 0.5)
+    with pytest.raises(ValueError, match="DELAY_MS:GAIN"):
+        parse_echo("loud")
+    room = EchoRoom(60, 0.5, 480)
+    spk = np.full(480, 1000, np.int16)
+    silent = np.zeros(480, np.int16)
+    outs = [room.mix(silent, spk if i == 0 else silent) for i in range(4)]
+    flat = np.concatenate(outs)
+    assert flat[: 60 * 16].max() == 0 and flat[60 * 16] == 500
+
+
+def test_write_and_read_wav_round_trip(tmp_path: Path) -> None:
+    x = (np.sin(np.arange(16000) / 5) * 10000).astype(np.int16)
+    write_wav(tmp_path / "a.wav", x)
+    assert np.array_equal(read_wav(tmp_path / "a.wav"), x)
