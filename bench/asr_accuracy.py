@@ -13,13 +13,13 @@ import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(__file__))
-from commands import cases  # noqa: E402
+from commands import cases
 
-from hub_runtime.agent import Agent  # noqa: E402
-from hub_runtime.audio.synthetic import reverb, scene, speak  # noqa: E402
-from hub_runtime.loop import Engines  # noqa: E402
-from hub_runtime.runner import run_file  # noqa: E402
-from hub_runtime.settings import Settings  # noqa: E402
+from hub_runtime.agent import Agent
+from hub_runtime.audio.synthetic import reverb, scene, speak
+from hub_runtime.loop import Engines
+from hub_runtime.runner import run_file
+from hub_runtime.settings import Settings
 
 
 async def main(n: int | None) -> None:

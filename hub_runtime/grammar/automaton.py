@@ -425,6 +425,20 @@ def word_distance(a: str, b: str) -> float:
     return min(1.0, 0.15 + prev[lb] / max(la, lb))
 
 
+LEADING_INSERT_COST: Final = 0.5  # a heard word before the command starts
+
+
+def sentence_distance(a: Sequence[str], b: Sequence[str]) -> float:
+    """Weighted word edit distance, with :func:`word_distance` for substitutions."""
+    prev = [float(j) for j in range(len(b) + 1)]
+    for i in range(1, len(a) + 1):
+        cur = [float(i)] + [0.0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + word_distance(a[i - 1], b[j - 1]))
+        prev = cur
+    return prev[len(b)]
+
+
 def snap(dfa: Dfa, heard: Sequence[str], *, skip_cost: float = 1.0) -> Snap | None:
     """The accepted sentence with the least weighted edit distance to ``heard``.
 
@@ -440,14 +454,16 @@ def snap(dfa: Dfa, heard: Sequence[str], *, skip_cost: float = 1.0) -> Snap | No
         [None] * (n + 1) for _ in range(dfa.num_states)
     ]
     cost[0][0] = 0.0
-    for i in range(1, n + 1):
-        cost[0][i] = float(i)
+    for i in range(1, n + 1):  # leading words Whisper added ("cut the turn on ...")
+        cost[0][i] = cost[0][i - 1] + LEADING_INSERT_COST
         back[0][i] = (0, i - 1, None)
     sub_cache: dict[tuple[str, str], float] = {}
     for s in order:
         row = cost[s]
         # insertions (heard words with no grammar word) within state s
         for i in range(1, n + 1):
+            if s == 0:
+                break
             if row[i - 1] + 1.0 < row[i]:
                 row[i] = row[i - 1] + 1.0
                 back[s][i] = (s, i - 1, None)

@@ -37,7 +37,7 @@ from ..frames import (
     SpeechStartedFrame,
     TranscriptFrame,
 )
-from ..grammar.automaton import snap, tokenize
+from ..grammar.automaton import sentence_distance, snap, tokenize
 from ..pipeline import Direction, Stage
 from ..settings import AsrSettings
 
@@ -45,6 +45,7 @@ _LOGGER = logging.getLogger(__name__)
 
 PREROLL_MS: Final = 300  # audio kept from before speech_start
 SNAP_MAX_RATIO: Final = 0.34  # weighted edits per content word for a snap to count
+AGREEMENT_MARGIN: Final = 0.3  # edits by which Whisper may prefer its snap over the grammar tier
 WHISPER_SURE: Final = 0.5  # mean token probability above which an unsnappable transcript is open speech
 MIN_SPECULATE_MS: Final = 300  # shortest utterance worth a speculative pass
 # Silence before a speculative pass: the VAD flag drops before a word's soft tail
@@ -56,17 +57,21 @@ PROMPT_VERBS: Final = {"cover": "Open the {}.", "sensor": "What is the {}?",
                        "climate": "Set the {} to 21 degrees.", "lock": "Lock the {}."}
 
 
-def whisper_prompt(catalog: Catalog, *, max_words: int = 90) -> str:
-    """One short command per entity name (aliases too), capped in length."""
+def whisper_prompt(catalog: Catalog, *, max_words: int = 100) -> str:
+    """Short commands naming each entity (aliases too) and each area, capped in length."""
+    candidates = [PROMPT_VERBS.get(e.domain, "Turn on the {}.").format(name)
+                  for e in catalog for name in e.names]
+    areas = [f"Turn off the lights in the {area}." for area in catalog.areas]
+    # interleave so a long catalog still shows both kinds of command
+    mixed = [s for pair in zip(candidates, areas + [""] * len(candidates), strict=False)
+             for s in pair if s]
     sentences: list[str] = []
     words = 0
-    for entity in catalog:
-        for name in entity.names:
-            sentence = PROMPT_VERBS.get(entity.domain, "Turn on the {}.").format(name)
-            words += len(sentence.split())
-            if words > max_words:
-                return " ".join(sentences)
-            sentences.append(sentence)
+    for sentence in mixed:
+        words += len(sentence.split())
+        if words > max_words:
+            break
+        sentences.append(sentence)
     return " ".join(sentences)
 
 
@@ -233,7 +238,12 @@ class AsrStage(Stage):
             result = await self._run_whisper(audio, self.prompt)
         heard = tokenize(result.text)
         snapped = snap(grammar.dfa, heard) if heard else None
-        if snapped is not None and snapped.ratio <= SNAP_MAX_RATIO:
+        if (snapped is not None and complete and snapped.words != hyp.words
+                and sentence_distance(hyp.words, heard) <= snapped.cost + AGREEMENT_MARGIN):
+            # both tiers support the grammar tier's sentence about as well: two models agree
+            await self._transcript(hyp.text, "grammar", hyp.confidence, open_text=result.text,
+                                   grammar=hyp)
+        elif snapped is not None and snapped.ratio <= SNAP_MAX_RATIO:
             await self._transcript(" ".join(snapped.words), "snapped",
                                    max(0.0, 1.0 - snapped.ratio), open_text=result.text, grammar=hyp)
         elif complete and np.exp(result.logprob) < WHISPER_SURE:
