@@ -105,11 +105,18 @@ class DialogueLoop:
         """Stop every stage and await its tasks."""
         await self.pipeline.stop()
 
-    def tick(self, mic: Int16Array, t_ms: int) -> Int16Array:
-        """Play the next speaker frame and feed one microphone frame; returns what played."""
+    def tick(self, mic: Int16Array, t_ms: int, room: EchoRoom | None = None
+             ) -> tuple[Int16Array, Int16Array]:
+        """One duplex audio period: play the next speaker frame, feed one microphone frame.
+
+        With a simulated ``room`` the speaker comes back into the microphone. Returns
+        (what the speaker played, what the microphone heard).
+        """
         speaker = self.output.read_frame(self.chunk)
+        if room is not None:
+            mic = room.mix(mic, speaker)
         self.pipeline.push(InputAudioFrame(audio=AudioChunk(mic), t_ms=t_ms))
-        return speaker
+        return speaker, mic
 
     def say(self, text: str) -> None:
         """Speak text (as from the MQTT ``say`` topic)."""

@@ -89,10 +89,7 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
             clock.position_ms = i * frame_ms
             while scripted and scripted[0][0] <= clock.position_ms:
                 loop.say(scripted.pop(0)[1])
-            out = loop.output.read_frame(n)
-            if room is not None:
-                frame = room.mix(frame, out)
-            loop.pipeline.push(_input(frame, clock.position_ms))
+            out, frame = loop.tick(frame, clock.position_ms, room)
             speaker.append(out)
             heard.append(frame)
             i += 1
@@ -112,13 +109,6 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
                      np.zeros(0, np.int16))
 
 
-def _input(frame: Int16Array, t_ms: int) -> Any:
-    from .audio.format import AudioChunk
-    from .frames import InputAudioFrame
-
-    return InputAudioFrame(audio=AudioChunk(frame), t_ms=t_ms)
-
-
 async def run_live(settings: Settings, events: EventLog) -> None:
     """Run on the configured sound devices until interrupted."""
     from .audio.devices import LiveDuplex
@@ -131,7 +121,7 @@ async def run_live(settings: Settings, events: EventLog) -> None:
     clock.start()
     try:
         async for frame in device.frames():
-            out = loop.tick(frame, clock.now_ms())
+            out, _heard = loop.tick(frame, clock.now_ms())
             device.play(out)
     finally:
         device.close()

@@ -35,6 +35,7 @@ SUPPORTED_INTENTS: Final = (
     "HassSetPosition",
     "HassGetCurrentTime",
     "HassNevermind",
+    "DuplexHubHelp",
 )
 # Numbers the grammar tier spells out for range lists (fractions are left to the NLU).
 MAX_SPOKEN_RANGE: Final = 100
@@ -53,6 +54,10 @@ _EXTRA_INTENTS: Final[dict[str, Any]] = {
                 ],
             }
         ]
+    },
+    "DuplexHubHelp": {
+        "data": [{"sentences": ["what can you do", "what can I say", "help [me]",
+                                "how (do|does) this work"]}]
     },
     "HassToggle": {
         "data": [
@@ -73,7 +78,16 @@ _EXTRA_INTENTS: Final[dict[str, Any]] = {
         ]
     }
 }
-_EXTRA_RESPONSES: Final = {"HassToggle": {"default": "Toggled", "lights_area": "Toggled the lights"}}
+_EXTRA_RESPONSES: Final = {
+    "HassToggle": {"default": "Toggled", "lights_area": "Toggled the lights"},
+    "DuplexHubHelp": {"default": (
+        "I can switch your lights, switches and fans on and off, or toggle them. "
+        "I can set a light's brightness and colour, and the temperature of the thermostat. "
+        "I can open and close covers such as doors and blinds, or set their position. "
+        "You can ask me whether something is on, what a sensor says, or what time it is. "
+        "And you can talk over me at any time: I will stop and listen."
+    )},
+}
 
 
 @cache
