@@ -34,6 +34,7 @@ class RunResult:
     events: list[dict[str, Any]] = field(default_factory=list)
     speaker: Int16Array = field(default_factory=lambda: np.zeros(0, np.int16))
     mic: Int16Array = field(default_factory=lambda: np.zeros(0, np.int16))
+    cpu_s: float = 0.0  # process CPU (all threads) while frames were fed, set-up excluded
 
 
 class EventLog:
@@ -79,6 +80,7 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
     quiet_needed = int(TAIL_QUIET_S * 1000 / frame_ms)
     clock.start()
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     i, quiet = 0, 0
     scripted = sorted(say_at or [])
     try:
@@ -103,8 +105,9 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
                 if quiet >= quiet_needed:
                     break
     finally:
+        cpu = time.process_time() - cpu0
         await loop.stop()
-    return RunResult(events=log.events, speaker=np.concatenate(speaker) if speaker else
+    return RunResult(cpu_s=cpu, events=log.events, speaker=np.concatenate(speaker) if speaker else
                      np.zeros(0, np.int16), mic=np.concatenate(heard) if heard else
                      np.zeros(0, np.int16))
 
