@@ -54,6 +54,7 @@ class InputAudioFrame(SystemFrame):
     t_ms: int
     speech: bool = False
     probability: float = 0.0
+    reference: Any = None  # int16 samples the speaker played in the same tick (for the AEC)
 
 
 @dataclass

@@ -20,11 +20,13 @@ import numpy as np
 from .agent import Agent
 from .audio.format import AudioChunk, Int16Array
 from .engines.piper import EspeakSynth, PiperSynth
+from .engines.speex_aec import EchoCancellerUnavailable
 from .engines.vad import make_scorer
 from .engines.whisper import WhisperTranscriber
 from .frames import InputAudioFrame, SpeakFrame
 from .pipeline import Clock, EventSink, Pipeline, Stage
 from .settings import Settings
+from .stages.aec import AecStage
 from .stages.asr import AsrStage
 from .stages.output import OutputStage
 from .stages.router import RouterStage
@@ -78,6 +80,11 @@ class DialogueLoop:
         )
         a = settings.audio
         stages: list[Stage] = []
+        if a.echo_cancel:
+            try:
+                stages.append(AecStage(a.chunk_size))
+            except EchoCancellerUnavailable as err:
+                _LOGGER.warning("echo cancellation unavailable: %s", err)
         if settings.wake_word.enabled:
             stages.append(WakeWordStage(settings.wake_word.model))
         self.asr = AsrStage(engines.agent, settings.asr, frame_ms=frame_ms,
@@ -115,7 +122,7 @@ class DialogueLoop:
         speaker = self.output.read_frame(self.chunk)
         if room is not None:
             mic = room.mix(mic, speaker)
-        self.pipeline.push(InputAudioFrame(audio=AudioChunk(mic), t_ms=t_ms))
+        self.pipeline.push(InputAudioFrame(audio=AudioChunk(mic), t_ms=t_ms, reference=speaker))
         return speaker, mic
 
     def say(self, text: str) -> None:
