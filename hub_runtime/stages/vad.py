@@ -1,6 +1,8 @@
 """VAD stage: scores every frame and runs the quiet → starting → speaking → stopping machine.
 
 Consumes: InputAudioFrame (fills ``speech`` and ``probability``).
+While the hub speaks, an :class:`EchoGate` keeps its own echo from counting as speech.
+
 Emits: SpeechStartedFrame, SpeechStoppedFrame (and events ``speech_start``, ``speech_end``);
 forwards everything.
 """
@@ -8,10 +10,56 @@ forwards everything.
 from __future__ import annotations
 
 import enum
+from collections import deque
+from typing import Final
+
+import numpy as np
 
 from ..engines.vad import SpeechScorer
 from ..frames import Frame, InputAudioFrame, SpeechStartedFrame, SpeechStoppedFrame
 from ..pipeline import Direction, Stage
+
+ECHO_WINDOW_FRAMES: Final = 7  # reference frames an echo may lag behind (~210 ms)
+ECHO_STATS_FRAMES: Final = 100  # echo-to-reference ratios kept (~3 s of playback)
+ECHO_MIN_STATS: Final = 10  # ratios needed before speech can count during playback
+ECHO_MARGIN: Final = 2.5  # the user must be this much louder than the expected echo
+PLAYBACK_FLOOR_RMS: Final = 60.0  # reference below this is silence
+
+
+def _rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if len(x) else 0.0
+
+
+class EchoGate:
+    """Keeps the hub's own (residual) echo from counting as user speech.
+
+    While the speaker plays, the ratio of microphone level to recent playback level is
+    learnt on frames that are not user speech (a high percentile, kept across replies:
+    the room does not change). A frame is speech only if it is ``ECHO_MARGIN`` times
+    louder than that expected echo.
+    """
+
+    def __init__(self) -> None:
+        """No echo learnt yet."""
+        self._ref: deque[float] = deque(maxlen=ECHO_WINDOW_FRAMES)
+        self._ratios: deque[float] = deque(maxlen=ECHO_STATS_FRAMES)
+
+    def allows(self, mic: np.ndarray, reference: np.ndarray | None, speech: bool) -> bool:
+        """Whether a frame the VAD called ``speech`` is really the user."""
+        self._ref.append(_rms(reference) if reference is not None else 0.0)
+        ref_level = max(self._ref)
+        if ref_level < PLAYBACK_FLOOR_RMS:
+            return speech
+        level = _rms(mic)
+        ratio = level / ref_level
+        if len(self._ratios) < ECHO_MIN_STATS:
+            self._ratios.append(ratio)
+            return False
+        expected = float(np.percentile(self._ratios, 90))
+        user = speech and ratio > ECHO_MARGIN * expected
+        if not user:
+            self._ratios.append(ratio)
+        return user
 
 
 class VadState(enum.Enum):
@@ -34,6 +82,7 @@ class VadStage(Stage):
         self.threshold = threshold
         self.start_ms, self.stop_ms, self.frame_ms = start_ms, stop_ms, frame_ms
         self.state = VadState.QUIET
+        self.echo_gate = EchoGate()
         self._run_ms = 0
         self._edge_ms = 0
 
@@ -41,7 +90,8 @@ class VadStage(Stage):
         """Score audio frames; forward everything."""
         if isinstance(frame, InputAudioFrame):
             frame.probability = self.scorer.score(frame.audio.samples_i16)
-            frame.speech = frame.probability >= self.threshold
+            frame.speech = self.echo_gate.allows(frame.audio.samples_i16, frame.reference,
+                                                 frame.probability >= self.threshold)
             await self._step(frame)
         await self.push(frame, direction)
 

@@ -205,3 +205,42 @@ def test_write_and_read_wav_round_trip(tmp_path: Path) -> None:
     x = (np.sin(np.arange(16000) / 5) * 10000).astype(np.int16)
     write_wav(tmp_path / "a.wav", x)
     assert np.array_equal(read_wav(tmp_path / "a.wav"), x)
+
+
+@pytest.mark.parametrize("gain", [0.3, 1.0])
+def test_hub_does_not_interrupt_itself_in_an_echoing_room(
+    run: Callable[..., RunResult], gain: float,
+) -> None:
+    result = run(np.zeros(16000 * 10, np.int16), echo=(40, gain), say_at=[(0, LONG_ANSWER)])
+    ev = result.events
+    assert not of_type(ev, "barge_in") and not of_type(ev, "transcript")
+    assert len(of_type(ev, "tts_end")) == 1
+    # the echo really is in the microphone
+    assert np.abs(result.mic.astype(np.int32)).max() > 1000
+
+
+def test_barge_in_through_the_echo(run: Callable[..., RunResult], voice: Callable[..., np.ndarray]) -> None:
+    cmd = voice("turn off the office fan", "en-us")
+    mic = scene([(3000, cmd)], 3000 + len(cmd) // 16 + 2500)
+    result = run(mic, echo=(40, 0.5), say_at=[(0, LONG_ANSWER)])
+    ev = result.events
+    assert of_type(ev, "barge_in") and of_type(ev, "tts_cancelled")
+    assert of_type(ev, "barge_in")[0]["t_ms"] >= 3000
+    assert [i["targets"] for i in _intents(result)] == [["fan.office"]]
+
+
+def test_echo_canceller_removes_a_delayed_copy() -> None:
+    from hub_runtime.audio.synthetic import pink_noise
+    from hub_runtime.engines.speex_aec import SpeexEchoCanceller
+
+    aec = SpeexEchoCanceller(480)
+    ref = pink_noise(16000 * 4, 3000, seed=1)
+    echo = np.concatenate([np.zeros(640, np.int16), (ref[:-640] * 0.5).astype(np.int16)])
+    out = np.concatenate([aec.process(echo[i : i + 480], ref[i : i + 480])
+                          for i in range(0, len(ref) - 479, 480)])
+    tail = slice(16000 * 3, 16000 * 4 - 480)
+    assert np.sqrt(np.mean(out[tail].astype(np.float64) ** 2)) < 0.1 * np.sqrt(
+        np.mean(echo[tail].astype(np.float64) ** 2))
+    with pytest.raises(ValueError, match="480"):
+        aec.process(np.zeros(100, np.int16), np.zeros(480, np.int16))
+    aec.close()
