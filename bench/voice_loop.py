@@ -60,6 +60,9 @@ async def main(n: int | None) -> None:
         total += 1
         if want and got and got[0]["name"] == want.name and got[0]["targets"] == want.targets:
             ok += 1
+        else:
+            heard = [e.get("text") for e in res.events if e["type"] == "transcript"]
+            print(f"miss: {case.text!r} ({case.voice} x{case.speed}) heard {heard}")
         if got:
             lat_intent.append(got[0]["t_ms"] - end)
         first = [e for e in res.events if e["type"] == "tts_start"]

@@ -103,7 +103,7 @@ class TurnSettings:
 
     complete_silence_ms: int = 90  # silence that ends a turn whose words are a full command
     incomplete_silence_ms: int = 650  # silence that ends any other turn
-    barge_in_ms: int = 60  # sustained user speech during hub speech before playback pauses
+    barge_in_ms: int = 30  # user speech during hub speech before playback pauses
     backchannel_ms: int = 400  # speech shorter than this (and no command) resumes playback
 
 

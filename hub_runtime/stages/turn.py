@@ -4,8 +4,8 @@ End of turn is not silence alone: when the running hypothesis is already a compl
 command of the grammar the turn closes after ``complete_silence_ms`` of silence,
 otherwise after ``incomplete_silence_ms``.
 
-Barge-in: user speech while the hub is replying pauses playback at once
-(BargeInFrame). Once the speech has lasted ``backchannel_ms`` — or it ends as a
+Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playback
+at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech has lasted ``backchannel_ms`` — or it ends as a
 complete command — the hub stops for good (InterruptionFrame, which the pipeline
 base turns into cancellation everywhere downstream). Shorter speech that is no
 command ("mm-hmm", a cough) resumes playback (ResumeFrame) and is discarded.
@@ -51,6 +51,8 @@ class TurnStage(Stage):
         self._silence_ms = 0
         self._complete = False
         self._barge = False  # playback paused, not yet decided
+        self._pre_voiced_ms = 0  # speech heard while replying, before the VAD opened a turn
+        self._pre_silence_ms = 0
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Track the turn; forward every frame."""
@@ -59,12 +61,16 @@ class TurnStage(Stage):
             await self._speech_started(frame)
         elif isinstance(frame, PartialTranscriptFrame):
             self._complete = frame.complete
-        elif isinstance(frame, InputAudioFrame) and self._open:
-            await self._audio(frame)
+        elif isinstance(frame, InputAudioFrame):
+            if self._open:
+                await self._audio(frame)
+            else:
+                await self._watch(frame)
         elif isinstance(frame, WakeWordFrame):
             self.state.open_session(self.now_ms())
 
     async def _speech_started(self, frame: SpeechStartedFrame) -> None:
+        self._pre_voiced_ms = self._pre_silence_ms = 0
         if not self._open:
             self._open, self._voiced_ms, self._silence_ms = True, 0, 0
             self._complete = False
@@ -72,6 +78,22 @@ class TurnStage(Stage):
         if self.state.replying and not self._barge:
             self._barge = True
             await self.push(BargeInFrame(onset_ms=frame.onset_ms))
+
+    async def _watch(self, frame: InputAudioFrame) -> None:
+        """Before the VAD opens a turn: pause after ``barge_in_ms`` of speech over the hub."""
+        if frame.speech:
+            self._pre_voiced_ms += self.frame_ms
+            self._pre_silence_ms = 0
+            if (self.state.replying and not self._barge
+                    and self._pre_voiced_ms >= max(self.frame_ms, self.settings.barge_in_ms)):
+                self._barge = True
+                await self.push(BargeInFrame(onset_ms=frame.t_ms - self._pre_voiced_ms + self.frame_ms))
+            return
+        self._pre_voiced_ms = 0
+        self._pre_silence_ms += self.frame_ms
+        if self._barge and self._pre_silence_ms >= self.settings.complete_silence_ms + self.frame_ms:
+            self._barge = False  # a blip that never became speech
+            await self.push(ResumeFrame())
 
     async def _audio(self, frame: InputAudioFrame) -> None:
         if frame.speech:
