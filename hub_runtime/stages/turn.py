@@ -5,9 +5,10 @@ command of the grammar the turn closes after ``complete_silence_ms`` of silence,
 otherwise after ``incomplete_silence_ms``.
 
 Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playback
-at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech has lasted ``backchannel_ms`` — or it ends as a
-complete command — the hub stops for good (InterruptionFrame, which the pipeline
-base turns into cancellation everywhere downstream). Shorter speech that is no
+at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech
+has lasted ``backchannel_ms`` — or it ends as a complete command — the hub stops
+for good (InterruptionFrame, which the pipeline base turns into cancellation
+everywhere downstream). Shorter speech that is no
 command ("mm-hmm", a cough) resumes playback (ResumeFrame) and is discarded.
 
 Consumes: SpeechStartedFrame, PartialTranscriptFrame, InputAudioFrame.
