@@ -64,6 +64,7 @@ class Stage:
         self._tasks: list[asyncio.Task[None]] = []
         self._data_task: asyncio.Task[None] | None = None
         self._work: set[asyncio.Task[Any]] = set()
+        self._failing: str | None = None  # the error being reported, until the stage recovers
 
     # -- life cycle -------------------------------------------------------------------
     async def start(self) -> None:
@@ -142,9 +143,16 @@ class Stage:
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a stage error is reported, never fatal
-            _LOGGER.exception("%s failed on %s", self.name, type(frame).__name__)
-            self.emit("error", message=f"{self.name}: {err}")
-            await self.push(ErrorFrame(message=str(err)))
+            message = f"{self.name}: {type(err).__name__}: {err}"
+            if message != self._failing:  # report a repeating failure once, not every frame
+                self._failing = message
+                _LOGGER.exception("%s failed on %s", self.name, type(frame).__name__)
+                self.emit("error", message=message)
+                await self.push(ErrorFrame(message=message))
+            return
+        if self._failing is not None:
+            _LOGGER.warning("%s works again after: %s", self.name, self._failing)
+            self._failing = None
 
     async def _system_loop(self) -> None:
         assert self.pipeline is not None

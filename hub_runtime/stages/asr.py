@@ -36,6 +36,7 @@ from ..frames import (
     PartialTranscriptFrame,
     SpeechStartedFrame,
     TranscriptFrame,
+    WakeWordFrame,
 )
 from ..grammar.automaton import sentence_distance, snap, tokenize
 from ..pipeline import Direction, Stage
@@ -144,6 +145,8 @@ class AsrStage(Stage):
             self._open()
         elif isinstance(frame, InputAudioFrame):
             await self._audio(frame)
+        elif isinstance(frame, WakeWordFrame):
+            self._restart()
         elif isinstance(frame, EndOfTurnFrame):
             self._close(frame)
             return  # consumed here
@@ -161,6 +164,15 @@ class AsrStage(Stage):
             self._decoder.feed(samples)
             self._add(samples)
         self._preroll.clear()
+
+    def _restart(self) -> None:
+        """The wake word ends: the command is what comes after it."""
+        decoder = self._decoder
+        if decoder is None or not decoder.is_open:
+            return
+        decoder.end()
+        decoder.start()
+        self._utterance, self._utt_samples, self._speculation = [], 0, None
 
     def _add(self, samples: Int16Array) -> None:
         self._utterance.append(samples)

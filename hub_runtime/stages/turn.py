@@ -69,6 +69,7 @@ class TurnStage(Stage):
                 await self._watch(frame)
         elif isinstance(frame, WakeWordFrame):
             self.state.open_session(self.now_ms())
+            self._voiced_ms, self._silence_ms, self._complete = 0, 0, False
 
     async def _speech_started(self, frame: SpeechStartedFrame) -> None:
         self._pre_voiced_ms = self._pre_silence_ms = 0

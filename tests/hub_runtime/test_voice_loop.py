@@ -244,3 +244,44 @@ def test_echo_canceller_removes_a_delayed_copy() -> None:
     with pytest.raises(ValueError, match="480"):
         aec.process(np.zeros(100, np.int16), np.zeros(480, np.int16))
     aec.close()
+
+
+def test_wake_word_opens_a_session(
+    engines: Engines, voice: Callable[..., np.ndarray],
+) -> None:
+    from hub_runtime.runner import run_file
+    from hub_runtime.settings import WakeWordSettings
+
+    settings = Settings(wake_word=WakeWordSettings(enabled=True, model="okay_nabu"))
+    cmd = voice("turn on the kitchen light")
+    wake = voice("okay nabu")
+    mic = scene([(500, cmd), (4000, wake), (5500, cmd)], 9000)
+    result = asyncio.run(run_file(settings, mic, engines=engines))
+    ev = result.events
+    woke = of_type(ev, "wake_word")
+    assert len(woke) == 1 and 4000 <= woke[0]["t_ms"] <= 5500
+    intents = of_type(ev, "intent")
+    assert len(intents) == 1 and intents[0]["t_ms"] > woke[0]["t_ms"], "no session before the wake word"
+    assert not of_type(ev, "error")
+
+
+def test_a_failing_stage_reports_once_and_the_loop_goes_on(
+    run: Callable[..., RunResult], voice: Callable[..., np.ndarray], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hub_runtime.stages.vad import EchoGate
+
+    calls = {"n": 0}
+    real = EchoGate.allows
+
+    def flaky(self: EchoGate, mic: np.ndarray, ref: np.ndarray | None, speech: bool) -> bool:
+        calls["n"] += 1
+        if 10 <= calls["n"] < 20:
+            raise RuntimeError("microphone glitch")
+        return real(self, mic, ref, speech)
+
+    monkeypatch.setattr(EchoGate, "allows", flaky)
+    utt = voice("turn on the kitchen light")
+    result = run(scene([(1000, utt)], 1000 + len(utt) // 16 + 2000))
+    errors = of_type(result.events, "error")
+    assert len(errors) == 1 and "microphone glitch" in errors[0]["message"]
+    assert [i["targets"] for i in of_type(result.events, "intent")] == [["light.kitchen"]]
