@@ -20,11 +20,14 @@ ESPEAK_VOICES = ("en-us", "en-us+f3", "en-us+m3", "en-gb", "en-us+f4")
 def _piper(length_scale: float) -> object:
     from ..engines.piper import PiperSynth
 
-    return PiperSynth(length_scale=length_scale)
+    return PiperSynth(length_scale=length_scale, variation=False)
 
 
 def speak(text: str, voice: str = "piper", *, speed: float = 1.0) -> Int16Array:
-    """Synthesise a user utterance: ``piper`` (speed = 1/length_scale) or an espeak voice."""
+    """Synthesise a user utterance: ``piper`` (speed = 1/length_scale) or an espeak voice.
+
+    The same text always gives the same samples (Piper without its sampling noise).
+    """
     from ..engines.piper import espeak
 
     if voice == "piper":

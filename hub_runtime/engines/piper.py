@@ -29,12 +29,18 @@ class PiperSynth:
     """A loaded Piper voice."""
 
     def __init__(self, voice: str | Path | None = None, *, length_scale: float = 1.0,
-                 volume: float = 1.0) -> None:
-        """Load the voice (about 1 s)."""
+                 volume: float = 1.0, variation: bool = True) -> None:
+        """Load the voice (about 1 s).
+
+        ``variation`` False drops the model's sampling noise, so the same text always
+        gives the same samples (reproducible test speech).
+        """
         from piper import PiperVoice, SynthesisConfig
 
         self._voice = PiperVoice.load(str(voice or bundled_voice()))
         self._config = SynthesisConfig(length_scale=length_scale, volume=volume)
+        if not variation:
+            self._config.noise_scale, self._config.noise_w_scale = 0.0, 0.0
         self.rate = int(self._voice.config.sample_rate)
 
     def sentences(self, text: str) -> Iterator[tuple[str, Int16Array]]:

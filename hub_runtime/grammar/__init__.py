@@ -19,9 +19,18 @@ from importlib import resources
 from typing import Any, Final
 
 import hassil
+from hassil.intents import RangeSlotList, TextSlotList, TextSlotValue
 
 from ..catalog import Catalog
-from .automaton import Dfa, Nfa, TemplateCompiler, minimize, number_words, tokenize
+from .automaton import (
+    Dfa,
+    Nfa,
+    TemplateCompiler,
+    minimize,
+    number_words,
+    sentence_expression,
+    tokenize,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -150,25 +159,25 @@ class HomeGrammar:
             for name in e.names
         ]
         self.areas: list[str] = catalog.areas
-        self.slot_lists: dict[str, hassil.SlotList] = {
-            "name": hassil.TextSlotList(
+        self.slot_lists: dict[str, Any] = {
+            "name": TextSlotList(
                 name="name",
                 values=[
-                    hassil.TextSlotValue(
+                    TextSlotValue(
                         text_in=hassil.TextChunk(n.text), value_out=n.canonical,
                         context={"domain": n.domain},
                     )
                     for n in self.names
                 ],
             ),
-            "area": hassil.TextSlotList(
+            "area": TextSlotList(
                 name="area",
                 values=[
-                    hassil.TextSlotValue(text_in=hassil.TextChunk(a), value_out=a)
+                    TextSlotValue(text_in=hassil.TextChunk(a), value_out=a)
                     for a in self.areas
                 ],
             ),
-            "floor": hassil.TextSlotList(name="floor", values=[]),
+            "floor": TextSlotList(name="floor", values=[]),
         }
         self.dfa = self._compile()
         self.build_s = time.perf_counter() - started
@@ -202,13 +211,12 @@ class HomeGrammar:
                     lambda ref, r=requires, x=excludes, d=data: self._list_values(ref, r, x, d),
                 )
                 for sentence in data.sentences:
-                    compiler.add_sentence(sentence.expression, body_start, body_end)
+                    compiler.add_sentence(sentence_expression(sentence), body_start, body_end)
         return minimize(nfa)
 
     def _list_values(
-        self, ref: hassil.ListReference, requires: dict[str, Any], excludes: dict[str, Any],
-        data: Any,
-    ) -> list[list[str]] | list[hassil.Expression] | None:
+        self, ref: Any, requires: dict[str, Any], excludes: dict[str, Any], data: Any,
+    ) -> list[list[str]] | list[Any] | None:
         name = ref.list_name
         if name == "name":
             return [tokenize(n.text) for n in self.names
@@ -223,11 +231,11 @@ class HomeGrammar:
             return [number_words(n).split() for n in range(lo, min(hi, MAX_SPOKEN_RANGE) + 1, step)]
         slot_list = (getattr(data, "slot_lists", None) or {}).get(name) or \
             self.intents.slot_lists.get(name)
-        if isinstance(slot_list, hassil.RangeSlotList):
+        if isinstance(slot_list, RangeSlotList):
             stop = min(slot_list.stop, max(slot_list.start, MAX_SPOKEN_RANGE))
             return [number_words(n).split()
                     for n in range(slot_list.start, stop + 1, slot_list.step)]
-        if isinstance(slot_list, hassil.TextSlotList):
+        if isinstance(slot_list, TextSlotList):
             return [v.text_in for v in slot_list.values]
         return None
 

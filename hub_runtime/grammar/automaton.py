@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import hassil
 
@@ -59,6 +59,36 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(tokenize(text))
 
 
+# hassil 3 has Group/Sequence/Alternative/Permutation classes; hassil 2 (Home Assistant
+# 2025.4) has one Sequence class with a ``type``. These helpers read both.
+_ALTERNATIVE = getattr(hassil, "Alternative", None)
+_PERMUTATION = getattr(hassil, "Permutation", None)
+_GROUP = getattr(hassil, "Group", hassil.Sequence)
+
+
+def _kind(expr: Any) -> str:
+    """"text", "rule", "list", "alt", "perm", "seq" or "other"."""
+    if isinstance(expr, hassil.TextChunk):
+        return "text"
+    if isinstance(expr, hassil.RuleReference):
+        return "rule"
+    if isinstance(expr, hassil.ListReference):
+        return "list"
+    if _ALTERNATIVE is not None and isinstance(expr, _ALTERNATIVE):
+        return "alt"
+    if _PERMUTATION is not None and isinstance(expr, _PERMUTATION):
+        return "perm"
+    if isinstance(expr, _GROUP):
+        kind = str(getattr(getattr(expr, "type", None), "value", "group"))
+        return {"alternative": "alt", "permutation": "perm"}.get(kind, "seq")
+    return "other"
+
+
+def sentence_expression(sentence: Any) -> Any:
+    """The expression of a parsed sentence (hassil 3) or the sentence itself (hassil 2)."""
+    return getattr(sentence, "expression", sentence)
+
+
 class _Dead(Exception):
     """A template path that cannot match (it names an empty list)."""
 
@@ -97,7 +127,7 @@ class Nfa:
         self.add(cur, words[-1], dst)
 
 
-ListResolver = Callable[[hassil.ListReference], list[list[str]] | list[hassil.Expression] | None]
+ListResolver = Callable[[Any], list[list[str]] | list[Any] | None]
 
 
 class TemplateCompiler:
@@ -107,14 +137,14 @@ class TemplateCompiler:
     word-internal templates such as ``fan[s]`` or ``switch[es]`` yield real words.
     """
 
-    def __init__(self, nfa: Nfa, rules: dict[str, hassil.Sentence], lists: ListResolver) -> None:
+    def __init__(self, nfa: Nfa, rules: dict[str, Any], lists: ListResolver) -> None:
         """Compile into ``nfa`` with these expansion rules and list resolver."""
         self.nfa = nfa
         self.rules = rules
         self.lists = lists
         self._strings_cache: dict[int, frozenset[str] | None] = {}
 
-    def add_sentence(self, expression: hassil.Expression, src: int, dst: int) -> bool:
+    def add_sentence(self, expression: Any, src: int, dst: int) -> bool:
         """Add every path of the expression from src to dst; False if none can match."""
         try:
             end = self._build(expression, src)
@@ -125,7 +155,7 @@ class TemplateCompiler:
         return True
 
     # -- pure text ----------------------------------------------------------------------
-    def _strings(self, expr: hassil.Expression) -> frozenset[str] | None:
+    def _strings(self, expr: Any) -> frozenset[str] | None:
         key = id(expr)
         if key in self._strings_cache:
             return self._strings_cache[key]
@@ -133,13 +163,14 @@ class TemplateCompiler:
         self._strings_cache[key] = result
         return result
 
-    def _compute_strings(self, expr: hassil.Expression) -> frozenset[str] | None:
-        if isinstance(expr, hassil.TextChunk):
+    def _compute_strings(self, expr: Any) -> frozenset[str] | None:
+        kind = _kind(expr)
+        if kind == "text":
             return frozenset([expr.text])
-        if isinstance(expr, hassil.RuleReference):
+        if kind == "rule":
             rule = self.rules.get(expr.rule_name)
-            return None if rule is None else self._strings(rule.expression)
-        if isinstance(expr, hassil.Alternative):
+            return None if rule is None else self._strings(sentence_expression(rule))
+        if kind == "alt":
             out: set[str] = set()
             for item in expr.items:
                 sub = self._strings(item)
@@ -149,9 +180,7 @@ class TemplateCompiler:
             if getattr(expr, "is_optional", False):
                 out.add("")
             return frozenset(out) if len(out) <= STRING_SET_CAP else None
-        if isinstance(expr, hassil.Permutation):
-            return None
-        if isinstance(expr, hassil.Group):  # a Sequence
+        if kind == "seq":
             acc: frozenset[str] = frozenset([""])
             for item in expr.items:
                 sub = self._strings(item)
@@ -178,18 +207,19 @@ class TemplateCompiler:
         return end
 
     # -- structure ----------------------------------------------------------------------
-    def _build(self, expr: hassil.Expression, src: int) -> int:
+    def _build(self, expr: Any, src: int) -> int:
         strings = self._strings(expr)
         if strings is not None:
             return self._add_strings(strings, src)
-        if isinstance(expr, hassil.RuleReference):
+        kind = _kind(expr)
+        if kind == "rule":
             rule = self.rules.get(expr.rule_name)
             if rule is None:
                 raise _Dead
-            return self._build(rule.expression, src)
-        if isinstance(expr, hassil.ListReference):
+            return self._build(sentence_expression(rule), src)
+        if kind == "list":
             return self._build_list(expr, src)
-        if isinstance(expr, hassil.Alternative):
+        if kind == "alt":
             end = self.nfa.new_state()
             alive = False
             for item in expr.items:
@@ -204,7 +234,7 @@ class TemplateCompiler:
             if not alive:
                 raise _Dead
             return end
-        if isinstance(expr, hassil.Permutation):
+        if kind == "perm":
             end = self.nfa.new_state()
             for order in itertools.permutations(expr.items):
                 cur = src
@@ -212,11 +242,11 @@ class TemplateCompiler:
                     cur = self._build(item, cur)
                 self.nfa.add(cur, EPS, end)
             return end
-        if isinstance(expr, hassil.Group):
+        if kind == "seq":
             return self._build_sequence(list(expr.items), src)
         raise _Dead
 
-    def _build_sequence(self, items: list[hassil.Expression], src: int) -> int:
+    def _build_sequence(self, items: list[Any], src: int) -> int:
         cur = src
         run: frozenset[str] | None = None
         for item in items:
@@ -235,7 +265,7 @@ class TemplateCompiler:
             cur = self._add_strings(run, cur)
         return cur
 
-    def _build_list(self, ref: hassil.ListReference, src: int) -> int:
+    def _build_list(self, ref: Any, src: int) -> int:
         values = self.lists(ref)
         if not values:
             raise _Dead

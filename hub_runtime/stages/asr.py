@@ -7,8 +7,10 @@
   nearest sentence of the grammar.
 
 At end of turn the grammar tier's hypothesis is taken at once when it is a complete
-command with confident words; otherwise the second tier decides, and speech that is
-not a home command keeps Whisper's open transcript.
+command with confident words, heard while the hub was silent; otherwise the second
+tier decides, and speech that is not a home command keeps Whisper's open transcript.
+An utterance that overlaps the hub's own playback (a barge-in) always goes to the
+second tier: the echo canceller's residue makes the grammar tier's words unreliable.
 
 Consumes: SpeechStartedFrame, InputAudioFrame, EndOfTurnFrame (upstream).
 Emits: PartialTranscriptFrame, TranscriptFrame (events ``partial``, ``transcript``).
@@ -96,8 +98,9 @@ class AsrStage(Stage):
         self._decoder: GrammarDecoder | None = None
         self._model: HomeModel | None = None
         self._next_decoder: GrammarDecoder | None = None
-        self._preroll: deque[Int16Array] = deque(maxlen=max(1, PREROLL_MS // frame_ms))
+        self._preroll: deque[tuple[Int16Array, bool]] = deque(maxlen=max(1, PREROLL_MS // frame_ms))
         self._utterance: list[Int16Array] = []
+        self._overlapped = False  # the utterance overlaps the hub's playback
         self._utt_samples = 0
         self._silent_ms = 0
         self._speculation: _Speculation | None = None
@@ -160,9 +163,11 @@ class AsrStage(Stage):
         self._utterance = []
         self._utt_samples = 0
         self._speculation = None
-        for samples in self._preroll:
+        self._overlapped = False
+        for samples, played in self._preroll:
             self._decoder.feed(samples)
             self._add(samples)
+            self._overlapped |= played
         self._preroll.clear()
 
     def _restart(self) -> None:
@@ -182,9 +187,11 @@ class AsrStage(Stage):
         decoder = self._decoder
         assert decoder is not None
         samples = frame.audio.samples_i16
+        played = frame.reference is not None and bool(np.any(frame.reference))
         if not decoder.is_open:
-            self._preroll.append(samples)
+            self._preroll.append((samples, played))
             return
+        self._overlapped |= played
         partial = decoder.feed(samples)
         self._add(samples)
         if partial is not None and partial:
@@ -225,19 +232,20 @@ class AsrStage(Stage):
             return
         hyp = decoder.end()
         audio = self._audio_so_far()
-        speculation = self._speculation
+        speculation, overlapped = self._speculation, self._overlapped
         self._speculation, self._utterance, self._utt_samples = None, [], 0
-        self._silent_ms = 0
+        self._silent_ms, self._overlapped = 0, False
         self._swap()
         if eot.discard:
             return
-        self.spawn(self._finish(hyp, audio, speculation), "finish")
+        self.spawn(self._finish(hyp, audio, speculation, overlapped=overlapped), "finish")
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray,
-                      speculation: _Speculation | None) -> None:
+                      speculation: _Speculation | None, *, overlapped: bool = False) -> None:
         grammar = self.agent.model.grammar
         complete = grammar.is_complete(list(hyp.words))
-        if self.whisper is None or (complete and hyp.confidence >= self.settings.confidence):
+        trusted = complete and hyp.confidence >= self.settings.confidence and not overlapped
+        if self.whisper is None or trusted:
             if hyp.words:
                 await self._transcript(hyp.text, "grammar", hyp.confidence, grammar=hyp)
             else:
