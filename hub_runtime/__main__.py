@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--events", help="JSON-lines event log")
     run.add_argument("--realtime", action="store_true", help="feed the file at real speed")
     run.add_argument("--echo", help="simulated room echo DELAY_MS:GAIN, e.g. 40:0.3")
+    run.add_argument("--mqtt", action=argparse.BooleanOptionalAction, default=None,
+                     help="bridge to MQTT (default: on live, off for a file; a file run "
+                          "with --mqtt goes at real speed)")
+    run.add_argument("--linger", type=float, default=0.0, metavar="S",
+                     help="keep running S seconds after the input file ends")
     run.set_defaults(func=_cmd_run)
 
     demo = sub.add_parser("demo", help="a scripted spoken conversation through the real loop")

@@ -149,7 +149,12 @@ class ResumeFrame(SystemFrame):
 
 @dataclass
 class InterruptionFrame(SystemFrame):
-    """The user took the turn: cancel in-flight work, flush queued data, stop playback."""
+    """The user took the turn: cancel in-flight work, flush queued data, stop playback.
+
+    ``done`` (optional) is set once the frame has passed the last stage.
+    """
+
+    done: Any = field(default=None, compare=False, repr=False)  # asyncio.Event
 
 
 # -- errors and life cycle -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from .engines.piper import EspeakSynth, PiperSynth
 from .engines.speex_aec import EchoCancellerUnavailable
 from .engines.vad import make_scorer
 from .engines.whisper import WhisperTranscriber
-from .frames import InputAudioFrame, SpeakFrame
+from .frames import InputAudioFrame, InterruptionFrame, SpeakFrame
 from .pipeline import Clock, EventSink, Pipeline, Stage
 from .settings import Settings
 from .stages.aec import AecStage
@@ -101,8 +101,10 @@ class DialogueLoop:
             self.output,
         ]
         self.pipeline = Pipeline(stages, clock=clock, events=events)
+        self.state.on_activity = lambda activity: self.pipeline.emit("state", state=activity.value)
         self.clock = clock
         self.chunk = a.chunk_size
+        self.muted = False  # MQTT mute: the microphone feeds silence
 
     async def start(self) -> None:
         """Start every stage."""
@@ -120,14 +122,32 @@ class DialogueLoop:
         (what the speaker played, what the microphone heard).
         """
         speaker = self.output.read_frame(self.chunk)
+        if self.muted:
+            mic = np.zeros_like(mic)
         if room is not None:
             mic = room.mix(mic, speaker)
         self.pipeline.push(InputAudioFrame(audio=AudioChunk(mic), t_ms=t_ms, reference=speaker))
         return speaker, mic
 
     def say(self, text: str) -> None:
-        """Speak text (as from the MQTT ``say`` topic)."""
+        """Speak text after whatever is being said (as from the MQTT ``say`` topic)."""
         self.router.enqueue(SpeakFrame(text=text))
+
+    async def interrupt(self) -> None:
+        """Stop the reply for good, as a barge-in does, and wait until every stage has."""
+        done = asyncio.Event()
+        self.router.enqueue(InterruptionFrame(done=done))
+        await done.wait()
+
+    async def say_now(self, text: str) -> None:
+        """Interrupt whatever is being said, then speak text."""
+        if self.busy:
+            await self.interrupt()
+        self.say(text)
+
+    def set_volume(self, volume: float) -> None:
+        """Speaker gain (0 silent, 1 as synthesised)."""
+        self.output.volume = volume
 
     @property
     def busy(self) -> bool:

@@ -99,6 +99,8 @@ class Stage:
         if target is not None:
             target.enqueue(frame, direction)
         elif self.pipeline is not None and direction is Direction.DOWNSTREAM:
+            if isinstance(frame, InterruptionFrame) and frame.done is not None:
+                frame.done.set()
             self.pipeline.sink(frame)
 
     async def process(self, frame: Frame, direction: Direction) -> None:

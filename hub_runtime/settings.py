@@ -146,6 +146,31 @@ class WakeWordSettings:
 
 
 @dataclass(frozen=True)
+class MqttSettings:
+    """The MQTT link: intents out, commands in (see docs/protocol.md)."""
+
+    enabled: bool = True
+    host: str | None = None  # None = start the embedded amqtt broker on 127.0.0.1
+    port: int = 1883  # of the broker (also the embedded one's)
+    protocol: str = "3.1.1"  # 3.1.1 | 5
+    username: str | None = None
+    password: str | None = None
+    tls: bool = False
+    ca_certs: str | None = None  # PEM bundle; None = the system's
+    certfile: str | None = None  # client certificate (PEM)
+    keyfile: str | None = None
+    tls_insecure: bool = False  # skip the host name check (self-signed test brokers)
+    hub_id: str = "duplex_hub"  # base topic duplex_hub/<hub_id>
+    name: str = "Duplex Hub"
+    hermes: bool = True  # also speak the Hermes (Rhasspy/Snips) protocol
+    outbox: str | None = None  # SQLite file; None = $XDG_STATE_HOME/duplex_hub/outbox-<hub_id>.db
+    outbox_max: int = 10000  # intents kept while the broker is away (oldest dropped)
+    keepalive_s: int = 30
+    reconnect_max_s: float = 30.0  # back-off ceiling
+    max_payload_bytes: int = 65536  # larger inbound payloads are dropped (the catalog: 16x)
+
+
+@dataclass(frozen=True)
 class Settings:
     """The whole validated configuration."""
 
@@ -156,6 +181,7 @@ class Settings:
     hardware: HardwareSettings = HardwareSettings()
     tts: TtsSettings = TtsSettings()
     wake_word: WakeWordSettings = WakeWordSettings()
+    mqtt: MqttSettings = MqttSettings()
     catalog: str | None = None  # path; None = the bundled example home
     language: str = "en"
     site_id: str = "default"
@@ -229,6 +255,30 @@ SCHEMA: Final = vol.Schema(
                 vol.Optional("session_timeout_s"): _number(0.0, 600.0),
             }
         ),
+        vol.Optional("mqtt", default=dict): vol.Schema(
+            {
+                vol.Optional("enabled"): _bool,
+                vol.Optional("host"): vol.Any(None, vol.All(str, vol.Length(min=1, msg="is empty"))),
+                vol.Optional("port"): _number(1, 65535, integer=True),
+                vol.Optional("protocol"): vol.All(vol.Coerce(str), _one_of("3.1.1", "5")),
+                vol.Optional("username"): vol.Any(None, str),
+                vol.Optional("password"): vol.Any(None, str),
+                vol.Optional("tls"): _bool,
+                vol.Optional("ca_certs"): _optional_path,
+                vol.Optional("certfile"): _optional_path,
+                vol.Optional("keyfile"): _optional_path,
+                vol.Optional("tls_insecure"): _bool,
+                vol.Optional("hub_id"): vol.All(str, vol.Match(r"^[A-Za-z0-9_-]+$", msg="is not a plain id "
+                                                              "(letters, digits, _ and -)")),
+                vol.Optional("name"): vol.All(str, vol.Length(min=1, max=100)),
+                vol.Optional("hermes"): _bool,
+                vol.Optional("outbox"): _optional_path,
+                vol.Optional("outbox_max"): _number(1, 10_000_000, integer=True),
+                vol.Optional("keepalive_s"): _number(5, 3600, integer=True),
+                vol.Optional("reconnect_max_s"): _number(0.1, 3600.0),
+                vol.Optional("max_payload_bytes"): _number(1024, 16 * 1024 * 1024, integer=True),
+            }
+        ),
         vol.Optional("catalog"): _optional_path,
         vol.Optional("language"): _one_of("en"),
         vol.Optional("site_id"): vol.All(str, vol.Match(r"^[A-Za-z0-9_-]+$", msg="is not a plain id")),
@@ -244,6 +294,7 @@ _SECTIONS: Final = {
     "hardware": HardwareSettings,
     "tts": TtsSettings,
     "wake_word": WakeWordSettings,
+    "mqtt": MqttSettings,
 }
 
 _T = TypeVar("_T")
@@ -291,6 +342,10 @@ def parse(data: Any, *, base_dir: Path | None = None) -> Settings:
             f"{settings.turn.complete_silence_ms} is longer than turn.incomplete_silence_ms "
             f"({settings.turn.incomplete_silence_ms}); it must not be"
         )
+    if settings.mqtt.protocol == "5" and settings.mqtt.host is None:
+        raise SettingsError("mqtt.protocol: 5 needs mqtt.host (the embedded broker speaks 3.1.1 only)")
+    if settings.mqtt.tls and settings.mqtt.host is None:
+        raise SettingsError("mqtt.tls: true needs mqtt.host (the embedded broker listens without TLS)")
     if base_dir is not None:
         settings = _resolve_paths(settings, base_dir)
     return settings
@@ -310,6 +365,9 @@ def _resolve_paths(settings: Settings, base_dir: Path) -> Settings:
         asr=replace(settings.asr, whisper_model=fix(settings.asr.whisper_model)),
         model=replace(settings.model, path=fix(settings.model.path)),
         tts=replace(settings.tts, voice=fix(settings.tts.voice)),
+        mqtt=replace(settings.mqtt, ca_certs=fix(settings.mqtt.ca_certs),
+                     certfile=fix(settings.mqtt.certfile), keyfile=fix(settings.mqtt.keyfile),
+                     outbox=fix(settings.mqtt.outbox)),
     )
 
 

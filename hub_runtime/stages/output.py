@@ -104,6 +104,6 @@ class OutputStage(Stage):
                     self.emit("tts_end", utterance=piece.utterance, text=piece.text)
                     if not self._queue:
                         self.state.replying = False
-                        self.state.activity = Activity.LISTENING
+                        self.state.activity = Activity.IDLE
         self.played_samples += n
         return out

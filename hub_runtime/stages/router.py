@@ -10,6 +10,7 @@ Emits: IntentFrame, SpeakFrame (events ``intent``, ``response``).
 from __future__ import annotations
 
 import logging
+import uuid
 
 from ..agent import Agent
 from ..frames import Frame, IntentFrame, SpeakFrame, TranscriptFrame
@@ -40,13 +41,16 @@ class RouterStage(Stage):
     async def _transcript(self, frame: TranscriptFrame) -> None:
         now = self.now_ms()
         if not frame.text or not self.state.in_session(now):
+            if not self.state.replying:
+                self.state.activity = Activity.IDLE
             return
         self.state.activity = Activity.THINKING
         reply = self.agent.respond(frame.text)
         if reply.intent is not None:
             intent = reply.intent
-            self.emit("intent", name=intent.name, slots=intent.slots, targets=intent.targets,
-                      source=reply.source, text=frame.text)
+            self.emit("intent", id=uuid.uuid4().hex, name=intent.name, slots=intent.slots,
+                      targets=intent.targets, source=reply.source, text=frame.text,
+                      confidence=round(frame.confidence, 3), error=intent.error)
             await self.push(IntentFrame(intent=intent, source=reply.source or "grammar"))
         self.emit("response", text=reply.response)
         self.state.extend_session(now)
@@ -54,4 +58,4 @@ class RouterStage(Stage):
             self.state.replying = True
             await self.push(SpeakFrame(text=reply.response))
         else:
-            self.state.activity = Activity.LISTENING
+            self.state.activity = Activity.IDLE

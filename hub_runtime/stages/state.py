@@ -7,7 +7,8 @@ the session by the wake-word and turn stages. Everyone else only reads.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 
 class Activity(enum.Enum):
@@ -27,7 +28,20 @@ class DialogueState:
     session_timeout_ms: int = 8000
     replying: bool = False  # a reply is being synthesised or played
     session_until_ms: int = -1  # the session closes then (wake word mode)
-    activity: Activity = Activity.IDLE
+    on_activity: Callable[[Activity], None] | None = field(default=None, repr=False)
+    _activity: Activity = field(default=Activity.IDLE, repr=False)
+
+    @property
+    def activity(self) -> Activity:
+        """What the hub is doing; a change is reported to ``on_activity``."""
+        return self._activity
+
+    @activity.setter
+    def activity(self, value: Activity) -> None:
+        if value is not self._activity:
+            self._activity = value
+            if self.on_activity is not None:
+                self.on_activity(value)
 
     def open_session(self, now_ms: int) -> None:
         """The wake word was heard."""
@@ -37,6 +51,11 @@ class DialogueState:
         """The hub replied: the user may answer without the wake word."""
         if self.session_until_ms >= 0:
             self.session_until_ms = max(self.session_until_ms, now_ms + self.session_timeout_ms)
+
+    def end_session(self) -> None:
+        """Close the session now (MQTT ``session/end``)."""
+        if self.wake_word:
+            self.session_until_ms = -1
 
     def in_session(self, now_ms: int) -> bool:
         """Whether speech is addressed to the hub now."""

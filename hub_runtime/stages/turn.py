@@ -33,7 +33,7 @@ from ..frames import (
 )
 from ..pipeline import Direction, Stage
 from ..settings import TurnSettings
-from .state import DialogueState
+from .state import Activity, DialogueState
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -76,6 +76,8 @@ class TurnStage(Stage):
         if not self._open:
             self._open, self._voiced_ms, self._silence_ms = True, 0, 0
             self._complete = False
+            if not self.state.replying:
+                self.state.activity = Activity.LISTENING
         self._silence_ms = 0
         if self.state.replying and not self._barge:
             self._barge = True

@@ -37,6 +37,10 @@ def test_shipped_config_loads() -> None:
          "turn.complete_silence_ms: 900 is longer"),
         ({"hardware": {"use_npu": "yes"}}, "hardware.use_npu: 'yes' is not true or false"),
         ({"audio": 3}, "audio: is not a mapping of keys"),
+        ({"mqtt": {"port": 0}}, "mqtt.port: 0 is out of range"),
+        ({"mqtt": {"protocol": "4"}}, "mqtt.protocol: '4' is not allowed"),
+        ({"mqtt": {"protocol": 5}}, "mqtt.protocol: 5 needs mqtt.host"),
+        ({"mqtt": {"hub_id": "a/b"}}, "mqtt.hub_id: is not a plain id"),
     ],
 )
 def test_bad_config_names_key_and_reason(doc: dict, message: str) -> None:
