@@ -88,7 +88,7 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
             assert bridge.link is not None
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(5.0):  # start listening before speech comes in
-                    await bridge.link.connected.wait()
+                    await bridge.link.ready.wait()
     n = settings.audio.chunk_size
     frame_ms = settings.frame_ms
     room = EchoRoom(echo[0], echo[1], n) if echo else None

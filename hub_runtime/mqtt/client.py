@@ -50,6 +50,8 @@ class MqttLink:
         self.on_message = on_message
         self.on_connected = on_connected
         self.connected = asyncio.Event()
+        self.ready = asyncio.Event()  # connected and the broker acknowledged the subscriptions
+        self._sub_mid: int | None = None
         self.connections = 0  # successful connections so far
         self._client: mqtt.Client | None = None
         self._closed: asyncio.Event = asyncio.Event()
@@ -166,9 +168,11 @@ class MqttLink:
     async def _connect(self) -> None:
         self._closed = asyncio.Event()
         self.connected.clear()
+        self.ready.clear()
         self._inflight.clear()
         self._last_sent = 0
         client = self._client = self._new_client()
+        client.on_subscribe = self._on_subscribe
         kwargs: dict[str, Any] = {"keepalive": self.settings.keepalive_s}
         if self.settings.protocol == "5":
             kwargs["clean_start"] = True
@@ -179,6 +183,7 @@ class MqttLink:
     def _teardown(self) -> None:
         client, self._client = self._client, None
         self.connected.clear()
+        self.ready.clear()
         if client is not None:
             sock = client.socket()
             if sock is not None and self._loop is not None:
@@ -238,11 +243,18 @@ class MqttLink:
             _LOGGER.info("MQTT connected to %s:%s", self.host, self.port)
         self._down_logged = False
         self.connections += 1
-        for topic in self.subscriptions:
-            client.subscribe(topic, qos=1)
+        if self.subscriptions:
+            _rc, self._sub_mid = client.subscribe([(topic, 1) for topic in self.subscriptions])
+        else:
+            self.ready.set()
         self.connected.set()
         self.on_connected()
         self._pump()
+
+    def _on_subscribe(self, client: mqtt.Client, _userdata: Any, mid: int, _reasons: Any,
+                      _props: Any = None) -> None:
+        if client is self._client and mid == self._sub_mid:
+            self.ready.set()
 
     def _on_disconnect(self, client: mqtt.Client, _userdata: Any, _flags: Any, reason: Any,
                        _props: Any = None) -> None:

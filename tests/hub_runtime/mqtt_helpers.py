@@ -214,7 +214,7 @@ class LiveHub:
         self._task = asyncio.create_task(self._drive(), name="test.drive")
         assert self.bridge.link is not None
         async with asyncio.timeout(10):
-            await self.bridge.link.connected.wait()
+            await self.bridge.link.ready.wait()
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
