@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import sys
@@ -11,6 +12,7 @@ from dataclasses import replace
 
 from .catalog import CatalogError
 from .errors import CliError
+from .llm.engine import EngineError
 from .settings import Settings, SettingsError, load
 
 EXIT_USAGE = 2
@@ -26,8 +28,14 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _cmd_ask(args: argparse.Namespace) -> int:
     from .agent import Agent
 
-    agent = Agent.from_settings(_settings(args))
-    reply = agent.respond(args.text)
+    settings = _settings(args)
+    agent = Agent.from_settings(settings)
+    reply = agent.respond(args.text) if settings.llm.prefer_local or not settings.llm.enabled else None
+    if (reply is None or reply.intent is None) and settings.llm.enabled:
+        from .llm.dialogue import ask_llm
+
+        reply = asyncio.run(ask_llm(settings, agent, args.text)) or reply
+    assert reply is not None
     if args.json:
         print(json.dumps(reply.to_dict(), ensure_ascii=False))
     else:
@@ -95,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.func(args))
-    except (SettingsError, CatalogError, CliError) as err:
+    except (SettingsError, CatalogError, CliError, EngineError) as err:
         print(f"hub-runtime: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from .engines.speex_aec import EchoCancellerUnavailable
 from .engines.vad import make_scorer
 from .engines.whisper import WhisperTranscriber
 from .frames import InputAudioFrame, InterruptionFrame, SpeakFrame
+from .llm.engine import Engine, EngineError
 from .pipeline import Clock, EventSink, Pipeline, Stage
 from .settings import Settings
 from .stages.aec import AecStage
@@ -36,6 +37,9 @@ from .stages.turn import TurnStage
 from .stages.vad import VadStage
 from .stages.wake import WakeWordStage
 
+if TYPE_CHECKING:
+    from .llm.dialogue import LlmDialogue
+
 _LOGGER = logging.getLogger(__name__)
 
 
@@ -46,6 +50,7 @@ class Engines:
     agent: Agent
     whisper: WhisperTranscriber | None
     synth: Synth
+    llm: Engine | None = None  # the LLM engine (None: grammar only)
 
     @classmethod
     async def load(cls, settings: Settings) -> Engines:
@@ -62,8 +67,22 @@ class Engines:
                                              length_scale=settings.tts.length_scale)
         else:
             synth_t = asyncio.sleep(0, EspeakSynth())
-        agent, whisper, synth = await asyncio.gather(agent_t, whisper_t, synth_t)
-        return cls(agent=agent, whisper=whisper, synth=synth)
+        llm_t = asyncio.to_thread(_load_llm, settings) if settings.llm.enabled else asyncio.sleep(0, None)
+        agent, whisper, synth, llm = await asyncio.gather(agent_t, whisper_t, synth_t, llm_t)
+        return cls(agent=agent, whisper=whisper, synth=synth, llm=llm)
+
+
+def _load_llm(settings: Settings) -> Engine | None:
+    """The LLM engine; without a model (and none configured) the hub runs on the grammar alone."""
+    from .llm.dialogue import load_engine
+
+    try:
+        return load_engine(settings)
+    except EngineError as err:
+        if settings.model.path or settings.llm.engine == "remote":
+            raise
+        _LOGGER.warning("no LLM (%s): the hub answers home commands only", err)
+        return None
 
 
 class DialogueLoop:
@@ -90,7 +109,12 @@ class DialogueLoop:
         self.asr = AsrStage(engines.agent, settings.asr, frame_ms=frame_ms,
                             whisper=engines.whisper)
         self.output = OutputStage(self.state, volume=settings.tts.volume)
-        self.router = RouterStage(engines.agent, self.state)
+        self.llm: LlmDialogue | None = None
+        if engines.llm is not None and settings.llm.enabled:
+            from .llm.dialogue import LlmDialogue
+
+            self.llm = LlmDialogue(settings, engines.llm, engines.agent, spoken=self.state.spoken)
+        self.router = RouterStage(engines.agent, self.state, self.llm, prefer_local=settings.llm.prefer_local)
         stages += [
             VadStage(make_scorer(a.vad_engine, a.vad_aggressiveness), threshold=a.vad_threshold,
                      start_ms=a.vad_start_ms, stop_ms=a.vad_stop_ms, frame_ms=frame_ms),

@@ -128,8 +128,15 @@ class Nlu:
                 value = int(value)
             slots[key] = value
         requires = dict(result.intent_data.requires_context or {})
+        return self.resolve(result.intent.name, slots, text, requires=requires,
+                            response_key=result.response or "default")
+
+    def resolve(self, hassil_name: str, slots: dict[str, Any], text: str, *,
+                requires: dict[str, Any] | None = None, response_key: str = "default") -> Intent:
+        """Resolve an intent's slots (name, area, domain, ...) to the catalog's entities."""
+        requires = requires or {}
         domains = (_as_list(slots.get("domain")) or _as_list(requires.get("domain"))
-                   or INTENT_DOMAINS.get(result.intent.name, []))
+                   or INTENT_DOMAINS.get(hassil_name, []))
         name = slots.get("name")
         area = slots.get("area") or (self.grammar.site_area if "area" in requires else None)
         device_class = slots.get("device_class")
@@ -155,11 +162,11 @@ class Nlu:
                 key = "no_device_class" if device_class else "no_domain"
                 error = key + ("_in_area" if area else "")
                 error_args = {"device_class": what, "domain": what, "area": area}
-        if result.intent.name == "HassClimateSetTemperature" and not targets:
+        if hassil_name == "HassClimateSetTemperature" and not targets:
             targets = [e for e in self.catalog if e.domain == "climate"]
             error = None if targets else "no_domain"
             error_args = {"domain": "climate"}
-        intent_name = result.intent.name
+        intent_name = hassil_name
         if targets and all(t.domain == "cover" for t in targets):
             intent_name = {"HassTurnOn": "HassOpenCover",
                            "HassTurnOff": "HassCloseCover"}.get(intent_name, intent_name)
@@ -168,8 +175,8 @@ class Nlu:
             slots=slots,
             targets=[t.entity_id for t in targets],
             text=text,
-            response_key=result.response or "default",
-            hassil_name=result.intent.name,
+            response_key=response_key,
+            hassil_name=hassil_name,
             error=error,
             error_args=error_args,
         )

@@ -146,6 +146,25 @@ class WakeWordSettings:
 
 
 @dataclass(frozen=True)
+class LlmSettings:
+    """The LLM dialogue for what the home grammar does not match (model.* is the model)."""
+
+    enabled: bool = True
+    engine: str = "local"  # local (llama.cpp in process) | remote (OpenAI-compatible server)
+    prefer_local: bool = True  # grammar first; false: every turn goes to the LLM
+    persona: str = "assistant"  # assistant | friend | professor | custom
+    custom_prompt: str | None = None
+    history_turns: int = 8  # the most recent turns kept (fewer when the context is full)
+    remote_url: str | None = None  # e.g. http://127.0.0.1:8080/v1
+    remote_model: str = "local"
+    remote_api_key: str | None = None
+    timeout_s: float = 10.0  # of a remote answer
+    memory: str | None = None  # preferences file; None = $XDG_STATE_HOME/duplex_hub/preferences.json
+    frigate_topic: str | None = None  # e.g. frigate/events: camera objects as context
+    light_model: str | None = None  # a smaller GGUF for memory pressure
+
+
+@dataclass(frozen=True)
 class MqttSettings:
     """The MQTT link: intents out, commands in (see docs/protocol.md)."""
 
@@ -182,6 +201,7 @@ class Settings:
     tts: TtsSettings = TtsSettings()
     wake_word: WakeWordSettings = WakeWordSettings()
     mqtt: MqttSettings = MqttSettings()
+    llm: LlmSettings = LlmSettings()
     catalog: str | None = None  # path; None = the bundled example home
     language: str = "en"
     site_id: str = "default"
@@ -255,6 +275,24 @@ SCHEMA: Final = vol.Schema(
                 vol.Optional("session_timeout_s"): _number(0.0, 600.0),
             }
         ),
+        vol.Optional("llm", default=dict): vol.Schema(
+            {
+                vol.Optional("enabled"): _bool,
+                vol.Optional("engine"): _one_of("local", "remote"),
+                vol.Optional("prefer_local"): _bool,
+                vol.Optional("persona"): _one_of("assistant", "friend", "professor", "custom"),
+                vol.Optional("custom_prompt"): vol.Any(None, vol.All(str, vol.Length(min=1, max=4000))),
+                vol.Optional("history_turns"): _number(0, 100, integer=True),
+                vol.Optional("remote_url"): vol.Any(None, vol.All(str, vol.Match(
+                    r"^https?://", msg="is not an http(s) URL"))),
+                vol.Optional("remote_model"): vol.All(str, vol.Length(min=1)),
+                vol.Optional("remote_api_key"): vol.Any(None, str),
+                vol.Optional("timeout_s"): _number(0.1, 600.0),
+                vol.Optional("memory"): _optional_path,
+                vol.Optional("frigate_topic"): vol.Any(None, vol.All(str, vol.Length(min=1))),
+                vol.Optional("light_model"): _optional_path,
+            }
+        ),
         vol.Optional("mqtt", default=dict): vol.Schema(
             {
                 vol.Optional("enabled"): _bool,
@@ -295,6 +333,7 @@ _SECTIONS: Final = {
     "tts": TtsSettings,
     "wake_word": WakeWordSettings,
     "mqtt": MqttSettings,
+    "llm": LlmSettings,
 }
 
 _T = TypeVar("_T")
@@ -344,6 +383,10 @@ def parse(data: Any, *, base_dir: Path | None = None) -> Settings:
         )
     if settings.mqtt.protocol == "5" and settings.mqtt.host is None:
         raise SettingsError("mqtt.protocol: 5 needs mqtt.host (the embedded broker speaks 3.1.1 only)")
+    if settings.llm.engine == "remote" and not settings.llm.remote_url:
+        raise SettingsError("llm.engine: remote needs llm.remote_url (an OpenAI-compatible server)")
+    if settings.llm.persona == "custom" and not settings.llm.custom_prompt:
+        raise SettingsError("llm.persona: custom needs llm.custom_prompt")
     if settings.mqtt.tls and settings.mqtt.host is None:
         raise SettingsError("mqtt.tls: true needs mqtt.host (the embedded broker listens without TLS)")
     if base_dir is not None:
@@ -368,6 +411,7 @@ def _resolve_paths(settings: Settings, base_dir: Path) -> Settings:
         mqtt=replace(settings.mqtt, ca_certs=fix(settings.mqtt.ca_certs),
                      certfile=fix(settings.mqtt.certfile), keyfile=fix(settings.mqtt.keyfile),
                      outbox=fix(settings.mqtt.outbox)),
+        llm=replace(settings.llm, memory=fix(settings.llm.memory), light_model=fix(settings.llm.light_model)),
     )
 
 

@@ -64,6 +64,12 @@ class OutputStage(Stage):
         """Drop everything buffered; report the cancelled reply."""
         if self._queue or self._playing is not None or self.state.replying:
             self.emit("tts_cancelled", played_ms=round(self.speech_samples / 16))
+        if self._queue and self._offset > 0 and not self._queue[0].last:
+            head = self._queue[0]  # the words of the sentence that were played, roughly
+            words = head.text.split()
+            said = words[: int(len(words) * self._offset / max(1, len(head.samples)))]
+            if said:
+                self.state.spoken.add(" ".join(said) + " —")
         self._queue.clear()
         self._offset = 0
         self._playing = None
@@ -99,6 +105,8 @@ class OutputStage(Stage):
             if self._offset >= len(piece.samples):
                 self._queue.popleft()
                 self._offset = 0
+                if not piece.last:
+                    self.state.spoken.add(piece.text)
                 if piece.last:
                     self._playing = None
                     self.emit("tts_end", utterance=piece.utterance, text=piece.text)

@@ -1,12 +1,14 @@
 """The state one dialogue loop shares between its stages.
 
 Written by one owner each: ``replying`` by the router (set) and the output (cleared);
+``spoken`` (what was actually played) by the output;
 the session by the wake-word and turn stages. Everyone else only reads.
 """
 
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,6 +22,25 @@ class Activity(enum.Enum):
     SPEAKING = "speaking"
 
 
+class SpokenLog:
+    """What the speaker actually played, sentence by sentence (written by the output stage)."""
+
+    def __init__(self, keep: int = 256) -> None:
+        """Remember the last ``keep`` sentences."""
+        self._items: deque[tuple[int, str]] = deque(maxlen=keep)
+        self.count = 0
+
+    def add(self, text: str) -> None:
+        """One sentence (or the part of one) was played."""
+        if text.strip():
+            self._items.append((self.count, text.strip()))
+            self.count += 1
+
+    def since(self, mark: int) -> str:
+        """Everything played from ``mark`` on."""
+        return " ".join(t for i, t in self._items if i >= mark)
+
+
 @dataclass
 class DialogueState:
     """Flags of one loop."""
@@ -29,6 +50,7 @@ class DialogueState:
     replying: bool = False  # a reply is being synthesised or played
     session_until_ms: int = -1  # the session closes then (wake word mode)
     on_activity: Callable[[Activity], None] | None = field(default=None, repr=False)
+    spoken: SpokenLog = field(default_factory=SpokenLog, repr=False)  # written by the output
     _activity: Activity = field(default=Activity.IDLE, repr=False)
 
     @property
