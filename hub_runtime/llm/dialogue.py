@@ -160,6 +160,16 @@ class LlmDialogue:
                 turn.assistant = self.spoken.since(turn.mark) or "…"
                 turn.mark = None
 
+    async def set_light(self, light: bool) -> None:
+        """Switch to the light model (``llm.light_model``) under memory pressure, or back.
+
+        The main engine is left loaded (shared by other rooms); switching back is instant.
+        Without a light model configured, this does nothing.
+        """
+        if light and self.light_engine is None and self.settings.llm.light_model:
+            self.light_engine = await asyncio.to_thread(load_engine, self.settings, light=True)
+        self.use_light = light and self.light_engine is not None
+
     def _drop_oldest(self, n: int) -> None:
         """The engine dropped the ``n`` oldest turns to fit: forget them here too."""
         for _ in range(min(n, len(self.history) - 1)):

@@ -18,7 +18,7 @@ import uuid
 from typing import Any, Final
 
 from .. import __version__
-from ..agent import Agent
+from ..agent import Agent, Reply
 from ..catalog import Catalog
 from ..loop import DialogueLoop
 from ..nlu import Intent
@@ -100,6 +100,8 @@ class MqttBridge:
         subs = [self.topics(c) for c in t.COMMANDS]
         if m.hermes:
             subs += list(t.HERMES_IN)
+        if self.settings.llm.frigate_topic:
+            subs.append(self.settings.llm.frigate_topic)
         self.link = MqttLink(m, host=host, port=m.port, outbox=self.outbox, subscriptions=subs,
                              will=(self.topics.availability, b"offline"),
                              on_message=self._on_message, on_connected=self._on_connected)
@@ -196,6 +198,9 @@ class MqttBridge:
 
     # -- in -----------------------------------------------------------------------------
     def _on_message(self, topic: str, payload: bytes) -> None:
+        if topic == self.settings.llm.frigate_topic:
+            self._frigate(topic, payload)
+            return
         command = self.topics.command(topic) or (topic if topic in t.HERMES_IN else None)
         if command is None or (command == t.CATALOG and not payload.strip()):
             return  # an empty catalog is how a retained one is cleared: nothing to apply
@@ -213,6 +218,16 @@ class MqttBridge:
             return
         self._commands.put_nowait(parsed)
 
+    def _frigate(self, topic: str, payload: bytes) -> None:
+        """A camera event for the LLM's scene context."""
+        if self.loop.llm is None:
+            return
+        try:
+            self.loop.llm.scene.update(payload)
+        except ValueError as err:
+            self.rejections.add(topic)
+            _LOGGER.warning("dropped a payload on %s: %s", topic, err)
+
     async def _work(self) -> None:
         while True:
             command = await self._commands.get()
@@ -229,7 +244,7 @@ class MqttBridge:
             else:
                 loop.say(c.text)
         elif isinstance(c, Ask):
-            self._ask(c)
+            await self._ask(c)
         elif isinstance(c, Mute):
             loop.muted = c.muted
             self._publish_state()
@@ -267,8 +282,11 @@ class MqttBridge:
         elif isinstance(c, HermesQuery):
             self._nlu_query(c)
 
-    def _ask(self, c: Ask) -> None:
+    async def _ask(self, c: Ask) -> None:
         reply = self.agent.respond(c.text)
+        if reply.intent is None and self.loop.llm is not None:
+            llm_intent, said = await self.loop.llm.answer(c.text)
+            reply = Reply(text=c.text, intent=llm_intent, source="llm", response=said)
         intent = reply.intent
         if intent is not None:
             self._publish_intent({"id": uuid.uuid4().hex, "name": intent.name, "slots": intent.slots,

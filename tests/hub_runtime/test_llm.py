@@ -268,3 +268,19 @@ def test_spoken_question_gets_a_spoken_llm_answer(smol: Engine, shared_engines: 
     responses = [e for e in result.events if e["type"] == "response"]
     assert responses and responses[0].get("source") == "llm" and responses[0]["text"], result.events
     assert "tts_start" in kinds and np.abs(result.speaker).max() > 1000
+
+
+def test_light_model_slot(tiny: ProcessEngine, smol: Engine, settings: Settings, tmp_path: Path) -> None:
+    light = str(tiny.path)
+    d = _dialogue(settings, smol, tmp_path, light_model=light)
+
+    async def go() -> None:
+        await d.set_light(True)
+        assert d.use_light and d._engine() is d.light_engine and d.light_engine is not None
+        await _turn(d, "hello")
+        assert d.light_engine.stats.prompt_tokens > 0
+        await d.set_light(False)
+        assert d._engine() is smol
+        await d.light_engine.close()
+
+    asyncio.run(go())
