@@ -7,6 +7,7 @@ what is wrong and what is allowed, e.g.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -18,6 +19,12 @@ SAMPLE_RATE: Final = 16000  # Hz, the loop's internal rate
 SAMPLES_PER_10MS: Final = SAMPLE_RATE // 100
 PACKAGE_CONFIG: Final = Path(__file__).resolve().parent / "data"
 DEFAULT_CATALOG: Final = PACKAGE_CONFIG / "catalog.yaml"
+
+
+def state_dir() -> Path:
+    """Where the hub keeps state between runs: ``$XDG_STATE_HOME/duplex_hub`` (``~/.local/state``)."""
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "duplex_hub"
 
 
 class SettingsError(ValueError):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -28,7 +27,7 @@ from typing import Any, Final
 from ..agent import Agent, Reply
 from ..catalog import Catalog
 from ..nlu import Intent
-from ..settings import Settings
+from ..settings import Settings, state_dir
 from ..stages.state import SpokenLog
 from .context import VOICE_RULES, Preferences, Scene, describe_home, persona, states_context, time_context
 from .engine import Engine, EngineError, Message, RemoteEngine, Sampling
@@ -67,8 +66,7 @@ class _Turn:
 
 def default_memory_path() -> Path:
     """``$XDG_STATE_HOME/duplex_hub/preferences.json``."""
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "duplex_hub" / "preferences.json"
+    return state_dir() / "preferences.json"
 
 
 def load_engine(settings: Settings, *, light: bool = False) -> Engine:

@@ -8,10 +8,11 @@ duplicates.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..settings import state_dir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -27,8 +28,7 @@ class Entry:
 
 def default_path(hub_id: str) -> Path:
     """``$XDG_STATE_HOME/duplex_hub/outbox-<hub_id>.db`` (``~/.local/state`` by default)."""
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "duplex_hub" / f"outbox-{hub_id}.db"
+    return state_dir() / f"outbox-{hub_id}.db"
 
 
 class Outbox:
