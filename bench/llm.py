@@ -40,7 +40,8 @@ async def run(threads: int, synth: PiperSynth) -> None:
         async for item in d.turn(text):
             if first is None:
                 first = time.perf_counter() - t0
-                spoken = item.text if isinstance(item, Say) else item.response
+                spoken = (item.text if isinstance(item, Say) else
+                          agent.model.home.handle(item.intent).response)
                 next(iter(synth.sentences(spoken)))  # Piper's first sentence: the first hub audio
                 first_audio.append((time.perf_counter() - t0) * 1000)
         st = engine.stats

@@ -1,7 +1,8 @@
-"""The agent: text in, reply out. Grammar first; the LLM (a later issue) when nothing matched.
+"""The agent: text in, intent and reply out, against the home's grammar.
 
 One agent serves every dialogue loop of a home: it owns the catalog, the grammar and
-the NLU built from them, and swaps them atomically when the catalog changes.
+the NLU built from them, and swaps them atomically when the catalog changes. It also
+knows who carries out intents: the hub itself, or a controller (``controller.py``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .catalog import Catalog
+from .controller import Controller, Results
 from .grammar import HomeGrammar
-from .home import Home
+from .home import Home, Outcome
 from .nlu import Intent, Nlu
 from .settings import Settings
 
@@ -58,8 +60,10 @@ class Agent:
     """Answers text turns against the current home model."""
 
     def __init__(self, model: HomeModel) -> None:
-        """Start with this home model."""
+        """Start with this home model, standalone (no controller)."""
         self.model = model
+        self.controller: Controller | None = None
+        self.results = Results()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Agent:
@@ -75,12 +79,40 @@ class Agent:
 
     def respond(self, text: str, *, intent: Intent | None = None,
                 now: dt.datetime | None = None) -> Reply:
-        """Recognise (unless given), act and reply."""
+        """Recognise (unless given) and reply; act too when standalone.
+
+        With a controller the intent is not applied here and the response is empty: the
+        controller executes it and has the reply.
+        """
         intent = intent if intent is not None else self.recognize(text)
         if intent is None:
             return Reply(text=text, intent=None, source=None, response=NO_INTENT_RESPONSE)
+        if self.controller is not None:
+            return Reply(text=text, intent=intent, source="grammar", response="")
         outcome = self.model.home.handle(intent, now=now)
         return Reply(text=text, intent=intent, source="grammar", response=outcome.response)
+
+    def expect(self, intent_id: str) -> None:
+        """Before an intent is published: a turn will :meth:`act` on it."""
+        if self.controller is not None:
+            self.results.expect(intent_id)
+
+    async def act(self, intent: Intent, *, intent_id: str, now: dt.datetime | None = None) -> Outcome:
+        """Carry out an intent: here when standalone, else wait for the controller's result."""
+        if self.controller is None:
+            return self.model.home.handle(intent, now=now)
+        return await self.results.wait(intent_id, self.controller)
+
+    def update_states(self, catalog: Catalog) -> bool:
+        """Take the states of a catalog with the same names; False when the names differ."""
+        current = self.model.catalog
+        if catalog.signature() != current.signature():
+            return False
+        for entity in catalog:
+            mine = current.get(entity.entity_id)
+            assert mine is not None
+            mine.state, mine.attributes = entity.state, entity.attributes
+        return True
 
     async def replace_catalog(self, catalog: Catalog, settings: Settings) -> None:
         """Rebuild grammar and NLU for a new catalog off the loop, then swap atomically."""

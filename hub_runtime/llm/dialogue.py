@@ -50,11 +50,10 @@ class Say:
 
 @dataclass(frozen=True)
 class Act:
-    """A call was made and applied; ``response`` says the outcome."""
+    """A valid call was made; the consumer carries it out (``Agent.act``) and says the outcome."""
 
     intent: Intent
     call: str
-    response: str
 
 
 @dataclass
@@ -244,9 +243,7 @@ class LlmDialogue:
             _LOGGER.warning("LLM call refused: %s (%r)", err, out[:200])
             yield Say(CALL_FAILED)
             return
-        intent = tools.to_intent(call, self.agent.model.nlu, text)
-        outcome = await asyncio.to_thread(self.agent.model.home.handle, intent)
-        yield Act(intent=intent, call=call.to_json(), response=outcome.response)
+        yield Act(intent=tools.to_intent(call, self.agent.model.nlu, text), call=call.to_json())
 
     async def answer(self, text: str) -> tuple[Intent | None, str]:
         """The whole answer of a turn as text (for ``ask``)."""
@@ -254,7 +251,9 @@ class LlmDialogue:
         async for item in self.turn(text):
             if isinstance(item, Act):
                 intent = item.intent
-                said.append(item.response)
+                if self.agent.controller is None:  # else the controller executes it and replies
+                    outcome = await asyncio.to_thread(self.agent.model.home.handle, intent)
+                    said.append(outcome.response)
             else:
                 said.append(item.text)
         for turn in self.history:  # nothing is played here: the answer counts as said

@@ -20,6 +20,7 @@ from typing import Any, Final
 from .. import __version__
 from ..agent import Agent, Reply
 from ..catalog import Catalog
+from ..home import Outcome
 from ..loop import DialogueLoop
 from ..nlu import Intent
 from ..settings import Settings
@@ -32,6 +33,7 @@ from .messages import (
     BadPayload,
     CatalogUpdate,
     Command,
+    ControllerUpdate,
     HermesQuery,
     HermesSay,
     HermesSession,
@@ -51,7 +53,7 @@ PROTOCOL_VERSION: Final = 1  # of docs/protocol.md
 QUIET_EVENTS: Final = frozenset({"intent", "state"})  # published on their own topics
 FAILED_RESULT: Final = "Sorry, that did not work."
 CAPABILITIES: Final = ("intents", "events", "say", "ask", "mute", "session", "volume", "catalog",
-                       "intent_result")
+                       "intent_result", "controller")
 
 
 def _dumps(data: Any) -> bytes:
@@ -211,12 +213,34 @@ class MqttBridge:
             _LOGGER.warning("dropped a payload on %s: %s (%d dropped in all)", topic, err,
                             self.rejections.total)
             return
+        if isinstance(parsed, IntentResult):  # at once: a turn may be waiting for it
+            self._intent_result(parsed)
+            return
+        if isinstance(parsed, ControllerUpdate):
+            self.agent.controller = parsed.controller
+            _LOGGER.info("intents are executed by %s",
+                         parsed.controller.name if parsed.controller else "the hub (standalone)")
+            return
         if isinstance(parsed, CatalogUpdate):
             self._next_catalog = parsed.catalog
             if self._catalog_task is None or self._catalog_task.done():
                 self._catalog_task = asyncio.create_task(self._apply_catalogs(), name="mqtt.catalog")
             return
         self._commands.put_nowait(parsed)
+
+    def _intent_result(self, c: IntentResult) -> None:
+        """Hand the outcome to the turn waiting for it, or say it (an unsolicited result)."""
+        text = c.text or ("" if c.success else FAILED_RESULT)
+        if self.agent.results.resolve(c.id, Outcome(response=text, changed=list(c.targets),
+                                                    success=c.success)):
+            return
+        unknown = [e for e in c.targets if self.agent.model.catalog.get(e) is None]
+        if unknown:
+            self.rejections.add(self.topics(t.INTENT_RESULT))
+            _LOGGER.warning("dropped an intent result for unknown entities %s", unknown)
+            return
+        if text:
+            self.loop.say(text)
 
     def _frigate(self, topic: str, payload: bytes) -> None:
         """A camera event for the LLM's scene context."""
@@ -259,15 +283,6 @@ class MqttBridge:
         elif isinstance(c, Volume):
             loop.set_volume(c.volume)
             self._publish_state()
-        elif isinstance(c, IntentResult):
-            unknown = [e for e in c.targets if self.agent.model.catalog.get(e) is None]
-            if unknown:
-                self.rejections.add(self.topics(t.INTENT_RESULT))
-                _LOGGER.warning("dropped an intent result for unknown entities %s", unknown)
-                return
-            text = c.text or (None if c.success else FAILED_RESULT)
-            if text:
-                loop.say(text)
         elif isinstance(c, HermesSay):
             if c.site_id in (None, self.site):
                 loop.say(c.text)
@@ -283,6 +298,7 @@ class MqttBridge:
             self._nlu_query(c)
 
     async def _ask(self, c: Ask) -> None:
+        """Answer an ``ask``; with a controller the intent is left to it (the asker runs it)."""
         reply = self.agent.respond(c.text)
         if reply.intent is None and self.loop.llm is not None:
             llm_intent, said = await self.loop.llm.answer(c.text)
@@ -314,15 +330,18 @@ class MqttBridge:
         self._publish(t.hermes_intent(intent.name), data, qos=1)
 
     async def _apply_catalogs(self) -> None:
+        """Apply the newest catalog: only the states when the names are the same (no rebuild)."""
         while self._next_catalog is not None:
             catalog, self._next_catalog = self._next_catalog, None
-            await self.agent.replace_catalog(catalog, self.settings)
-            await self.loop.asr.reload()
+            rebuilt = not self.agent.update_states(catalog)
+            if rebuilt:
+                await self.agent.replace_catalog(catalog, self.settings)
+                await self.loop.asr.reload()
+                _LOGGER.info("catalog from MQTT: %d entities", len(catalog))
             self.catalog_version += 1
-            _LOGGER.info("catalog from MQTT: %d entities", len(catalog))
             self._publish(self.topics.event("catalog_applied"),
                           {"type": "catalog_applied", "entities": len(catalog), "site": self.site,
-                           "version": self.catalog_version})
+                           "version": self.catalog_version, "rebuilt": rebuilt})
 
 
 async def start_bridge(settings: Settings, loop: DialogueLoop, agent: Agent) -> MqttBridge | None:

@@ -14,6 +14,7 @@ from typing import Any, Final
 import voluptuous as vol
 
 from ..catalog import Catalog, CatalogError
+from ..controller import Controller
 from . import topics as t
 
 MAX_TEXT: Final = 2000  # characters of text to speak or to understand
@@ -118,6 +119,13 @@ class IntentResult:
 
 
 @dataclass(frozen=True)
+class ControllerUpdate:
+    """``controller`` (retained): who executes intents; None (an empty payload) = the hub."""
+
+    controller: Controller | None
+
+
+@dataclass(frozen=True)
 class HermesSay:
     """``hermes/tts/say``."""
 
@@ -146,8 +154,8 @@ class HermesQuery:
     site_id: str | None
 
 
-Command = (Say | Ask | Mute | Session | Volume | CatalogUpdate | IntentResult | HermesSay
-           | HermesSession | HermesQuery)
+Command = (Say | Ask | Mute | Session | Volume | CatalogUpdate | IntentResult | ControllerUpdate
+           | HermesSay | HermesSession | HermesQuery)
 
 _SAY = vol.Schema({vol.Required("text"): _text, vol.Optional("interrupt", default=False): _opt_bool,
                    vol.Optional("id"): _id}, extra=vol.ALLOW_EXTRA)
@@ -162,6 +170,9 @@ _RESULT = vol.Schema({vol.Required("id"): _id,
                       vol.Optional("success", default=True): _opt_bool,
                       vol.Optional("targets", default=list): [vol.All(str, vol.Length(max=255))]},
                      extra=vol.ALLOW_EXTRA)
+_CONTROLLER = vol.Schema({vol.Required("name"): vol.All(_text, vol.Length(max=80)),
+                         vol.Optional("timeout_s", default=5.0): vol.All(
+                             vol.Coerce(float), vol.Range(min=0.1, max=60.0))}, extra=vol.ALLOW_EXTRA)
 _HERMES_SAY = vol.Schema({vol.Required("text"): _text, vol.Optional("siteId"): vol.Any(None, _id),
                           vol.Optional("id"): vol.Any(None, _id),
                           vol.Optional("sessionId"): vol.Any(None, _id)}, extra=vol.ALLOW_EXTRA)
@@ -247,6 +258,11 @@ def parse(command: str, payload: bytes, *, max_bytes: int) -> Command:
         d = _check(_RESULT, _object(payload))
         return IntentResult(id=d["id"], text=d.get("text"), success=d["success"],
                             targets=tuple(d["targets"]))
+    if command == t.CONTROLLER:
+        if not payload.strip():
+            return ControllerUpdate(controller=None)
+        d = _check(_CONTROLLER, _object(payload))
+        return ControllerUpdate(controller=Controller(name=d["name"], timeout_s=d["timeout_s"]))
     if command == t.HERMES_TTS_SAY:
         d = _check(_HERMES_SAY, _object(payload))
         return HermesSay(text=d["text"], site_id=d.get("siteId"), id=d.get("id"),

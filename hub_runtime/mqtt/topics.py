@@ -17,7 +17,9 @@ SESSION_END: Final = "session/end"
 VOLUME: Final = "volume"
 CATALOG: Final = "catalog"
 INTENT_RESULT: Final = "intent/result"
-COMMANDS: Final = (SAY, ASK, MUTE, UNMUTE, SESSION_START, SESSION_END, VOLUME, CATALOG, INTENT_RESULT)
+CONTROLLER: Final = "controller"
+COMMANDS: Final = (SAY, ASK, MUTE, UNMUTE, SESSION_START, SESSION_END, VOLUME, CATALOG, INTENT_RESULT,
+                   CONTROLLER)
 
 # Hermes (Rhasspy / Snips)
 HERMES_TTS_SAY: Final = "hermes/tts/say"

@@ -1,7 +1,9 @@
 """Router stage: a final transcript becomes an intent and a reply.
 
 Grammar first (hassil over the home grammar); the LLM (``llm/``) for what the grammar
-does not match, or for every turn when ``llm.prefer_local`` is false. The LLM's sentences
+does not match, or for every turn when ``llm.prefer_local`` is false. Intents are carried
+out by the agent: here (standalone) or by a controller such as Home Assistant, whose
+result is awaited and spoken. The LLM's sentences
 are pushed one by one as they are generated, so the first is spoken before the answer is
 complete; an interruption cancels this stage's task, which stops generation. In wake-word
 mode, turns outside a session are dropped.
@@ -16,8 +18,10 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
-from ..agent import Agent
+from ..agent import NO_INTENT_RESPONSE, Agent
 from ..frames import Frame, IntentFrame, SpeakFrame, TranscriptFrame
+from ..home import Outcome
+from ..nlu import Intent
 from ..pipeline import Direction, Stage
 from .state import Activity, DialogueState
 
@@ -55,24 +59,34 @@ class RouterStage(Stage):
                 self.state.activity = Activity.IDLE
             return
         self.state.activity = Activity.THINKING
-        reply = self.agent.respond(frame.text) if self.prefer_local or self.llm is None else None
-        if (reply is None or reply.intent is None) and self.llm is not None:
+        intent = self.agent.recognize(frame.text) if self.prefer_local or self.llm is None else None
+        if intent is None and self.llm is not None:
             await self._llm_turn(frame, now)
             return
-        assert reply is not None
-        if reply.intent is not None:
-            intent = reply.intent
-            self.emit("intent", id=uuid.uuid4().hex, name=intent.name, slots=intent.slots,
-                      targets=intent.targets, source=reply.source, text=frame.text,
-                      confidence=round(frame.confidence, 3), error=intent.error)
-            await self.push(IntentFrame(intent=intent, source=reply.source or "grammar"))
-        self.emit("response", text=reply.response)
+        if intent is None:
+            response = NO_INTENT_RESPONSE
+        else:
+            outcome = await self._act(intent, "grammar", frame)
+            response = outcome.response
+        self.emit("response", text=response)
         self.state.extend_session(now)
-        if reply.response:
+        if response:
             self.state.replying = True
-            await self.push(SpeakFrame(text=reply.response))
+            await self.push(SpeakFrame(text=response))
         else:
             self.state.activity = Activity.IDLE
+
+    async def _act(self, intent: Intent, source: str, frame: TranscriptFrame,
+                   call: str | None = None) -> Outcome:
+        """Publish the intent (event ``intent``) and carry it out, here or by the controller."""
+        intent_id = uuid.uuid4().hex
+        self.agent.expect(intent_id)
+        extra = {"call": call} if call is not None else {}
+        self.emit("intent", id=intent_id, name=intent.name, slots=intent.slots,
+                  targets=intent.targets, source=source, text=frame.text,
+                  confidence=round(frame.confidence, 3), error=intent.error, **extra)
+        await self.push(IntentFrame(intent=intent, source=source))
+        return await self.agent.act(intent, intent_id=intent_id)
 
     async def _llm_turn(self, frame: TranscriptFrame, now: int) -> None:
         from ..llm.dialogue import Act
@@ -81,12 +95,8 @@ class RouterStage(Stage):
         said: list[str] = []
         async for item in self.llm.turn(frame.text):
             if isinstance(item, Act):
-                intent = item.intent
-                self.emit("intent", id=uuid.uuid4().hex, name=intent.name, slots=intent.slots,
-                          targets=intent.targets, source="llm", text=frame.text,
-                          confidence=round(frame.confidence, 3), error=intent.error, call=item.call)
-                await self.push(IntentFrame(intent=intent, source="llm"))
-                text = item.response
+                outcome = await self._act(item.intent, "llm", frame, call=item.call)
+                text = outcome.response
             else:
                 text = item.text
             if text:

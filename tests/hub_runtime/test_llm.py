@@ -44,7 +44,13 @@ def _dialogue(settings: Settings, engine: Engine, tmp_path: Path, **llm: Any) ->
 
 
 async def _turn(d: LlmDialogue, text: str) -> list[Say | Act]:
-    return [item async for item in d.turn(text)]
+    """One turn, its calls carried out as the router does (standalone)."""
+    items = []
+    async for item in d.turn(text):
+        if isinstance(item, Act):
+            await d.agent.act(item.intent, intent_id="t")
+        items.append(item)
+    return items
 
 
 def test_grammar_makes_every_call_valid_even_for_a_random_model(tiny: ProcessEngine, settings: Settings,

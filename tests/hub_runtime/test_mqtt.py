@@ -255,3 +255,76 @@ def test_mqtt5_and_a_refused_login(mosquitto: Mosquitto, tmp_path: Path, setting
             await asyncio.to_thread(w.close)
 
     asyncio.run(go())
+
+
+def test_a_controller_executes_intents_and_the_hub_speaks_its_result(
+        tmp_path: Path, settings: Settings, fresh: Callable[[Settings], Engines]) -> None:
+    port = free_port()
+    s = mqtt_settings(settings, tmp_path, port=port, embedded=True)
+
+    async def go() -> None:
+        async with LiveHub(s, fresh(s)) as hub:
+            w = await asyncio.to_thread(Watcher, port, [f"{BASE}/#"])
+            kitchen = hub.engines.agent.model.catalog.get("light.kitchen")
+            assert kitchen is not None and kitchen.state == "off"
+            w.publish(f"{BASE}/controller", {"name": "Home Assistant", "timeout_s": 0.8}, retain=True)
+            for _ in range(100):
+                if hub.engines.agent.controller is not None:
+                    break
+                await asyncio.sleep(0.02)
+            assert hub.engines.agent.controller is not None
+
+            # a spoken intent waits for the controller's result and speaks it; the hub does not act
+            hub.loop.router.enqueue(_transcript("turn on the kitchen light"))
+            intent = (await w.wait_for(topic_is(f"{BASE}/intent"))).json()
+            assert await w.wait_for(topic_is(f"{BASE}/state", state="thinking"))
+            w.publish(f"{BASE}/intent/result", {"id": intent["id"], "text": "Turned on the light",
+                                                "success": True, "targets": ["light.kitchen"]})
+            resp = (await w.wait_for(topic_is(f"{BASE}/event/response"))).json()
+            assert resp["text"] == "Turned on the light"
+            await w.wait_for(topic_is(f"{BASE}/event/tts_end", text="Turned on the light"))
+            assert kitchen.state == "off"  # Home Assistant owns the state now
+
+            # ask: the intent is for the asker to execute, with no reply of the hub's own
+            w.publish(f"{BASE}/ask", {"id": "q1", "text": "turn on the kitchen light"})
+            r = (await w.wait_for(topic_is(f"{BASE}/ask/response", id="q1"))).json()
+            assert r["intent"]["targets"] == ["light.kitchen"] and r["response"] == "" and r["success"]
+
+            # the controller's states arrive as a catalog with the same names: no rebuild
+            model = hub.engines.agent.model
+            catalog = model.catalog.to_dict()
+            for e in catalog["entities"]:
+                if e["entity_id"] == "light.kitchen":
+                    e["state"] = "on"
+            w.publish(f"{BASE}/catalog", catalog)
+            applied = (await w.wait_for(topic_is(f"{BASE}/event/catalog_applied"))).json()
+            assert applied["rebuilt"] is False and hub.engines.agent.model is model
+            assert kitchen.state == "on"
+
+            # no answer in time: an apology, and the loop goes on
+            hub.loop.router.enqueue(_transcript("turn off the office fan"))
+            late = (await w.wait_for(topic_is(f"{BASE}/intent", request_id=None))).json()
+            resp = (await w.wait_for(lambda m: m.topic == f"{BASE}/event/response"
+                                     and "did not answer" in m.json()["text"])).json()
+            assert resp["text"] == "Sorry, Home Assistant did not answer."
+            assert hub.engines.agent.results.waiting == 0
+
+            # a result that fails with no text: the hub says so
+            hub.loop.router.enqueue(_transcript("turn off the office fan"))
+            intent = (await w.wait_for(topic_is(f"{BASE}/intent", request_id=None))).json()
+            assert intent["id"] != late["id"]
+            w.publish(f"{BASE}/intent/result", {"id": intent["id"], "success": False})
+            await w.wait_for(topic_is(f"{BASE}/event/response", text="Sorry, that did not work."))
+
+            # an empty controller payload makes the hub standalone again
+            w.publish(f"{BASE}/controller", b"", retain=True)
+            for _ in range(100):
+                if hub.engines.agent.controller is None:
+                    break
+                await asyncio.sleep(0.02)
+            w.publish(f"{BASE}/ask", {"id": "q2", "text": "turn on the office fan"})
+            r = (await w.wait_for(topic_is(f"{BASE}/ask/response", id="q2"))).json()
+            assert r["response"] and hub.engines.agent.model.catalog.get("fan.office").state == "on"
+            await asyncio.to_thread(w.close)
+
+    asyncio.run(go())
