@@ -8,6 +8,7 @@ knows who carries out intents: the hub itself, or a controller (``controller.py`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -81,15 +82,13 @@ class Agent:
                 now: dt.datetime | None = None) -> Reply:
         """Recognise (unless given) and reply; act too when standalone.
 
-        With a controller the intent is not applied here and the response is empty: the
-        controller executes it and has the reply.
+        With a controller the intent is not applied here (the controller executes it); the
+        response is the hub's own rendering of it.
         """
         intent = intent if intent is not None else self.recognize(text)
         if intent is None:
             return Reply(text=text, intent=None, source=None, response=NO_INTENT_RESPONSE)
-        if self.controller is not None:
-            return Reply(text=text, intent=intent, source="grammar", response="")
-        outcome = self.model.home.handle(intent, now=now)
+        outcome = self.model.home.handle(intent, now=now, apply=self.controller is None)
         return Reply(text=text, intent=intent, source="grammar", response=outcome.response)
 
     def expect(self, intent_id: str) -> None:
@@ -101,7 +100,11 @@ class Agent:
         """Carry out an intent: here when standalone, else wait for the controller's result."""
         if self.controller is None:
             return self.model.home.handle(intent, now=now)
-        return await self.results.wait(intent_id, self.controller)
+        own = self.model.home.handle(intent, now=now, apply=False)
+        result = await self.results.wait(intent_id, self.controller)
+        if result.success and not result.response:  # the controller did it and had nothing to say
+            return dataclasses.replace(result, response=own.response)
+        return result
 
     def update_states(self, catalog: Catalog) -> bool:
         """Take the states of a catalog with the same names; False when the names differ."""

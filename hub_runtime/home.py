@@ -57,12 +57,15 @@ class Home:
         self.responses: dict[str, Any] = grammar.document.get("responses", {})
         self._env = jinja2.Environment(autoescape=False, undefined=jinja2.ChainableUndefined)
 
-    def handle(self, intent: Intent, *, now: dt.datetime | None = None) -> Outcome:
-        """Act on the intent (state questions never change state) and say what happened."""
+    def handle(self, intent: Intent, *, now: dt.datetime | None = None, apply: bool = True) -> Outcome:
+        """Act on the intent (state questions never change state) and say what happened.
+
+        ``apply=False`` only renders the reply (a controller does the acting).
+        """
         if intent.error:
             return Outcome(self._error(intent.error, intent.error_args), success=False)
         targets = [e for e in map(self.catalog.get, intent.targets) if e is not None]
-        changed = self._apply(intent, targets)
+        changed = self._apply(intent, targets) if apply else []
         variables: dict[str, Any] = {
             "slots": _Obj({k: v for k, v in intent.slots.items()}),
             "state": _state_obj(targets[0]) if targets else _Obj(),

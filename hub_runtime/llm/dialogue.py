@@ -251,9 +251,9 @@ class LlmDialogue:
         async for item in self.turn(text):
             if isinstance(item, Act):
                 intent = item.intent
-                if self.agent.controller is None:  # else the controller executes it and replies
-                    outcome = await asyncio.to_thread(self.agent.model.home.handle, intent)
-                    said.append(outcome.response)
+                # standalone it is applied here; a controller executes it itself
+                outcome = self.agent.model.home.handle(intent, apply=self.agent.controller is None)
+                said.append(outcome.response)
             else:
                 said.append(item.text)
         for turn in self.history:  # nothing is played here: the answer counts as said

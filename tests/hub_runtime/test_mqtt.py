@@ -285,10 +285,18 @@ def test_a_controller_executes_intents_and_the_hub_speaks_its_result(
             await w.wait_for(topic_is(f"{BASE}/event/tts_end", text="Turned on the light"))
             assert kitchen.state == "off"  # Home Assistant owns the state now
 
-            # ask: the intent is for the asker to execute, with no reply of the hub's own
+            # ask: the intent is for the asker to execute; the reply is the hub's rendering
             w.publish(f"{BASE}/ask", {"id": "q1", "text": "turn on the kitchen light"})
             r = (await w.wait_for(topic_is(f"{BASE}/ask/response", id="q1"))).json()
-            assert r["intent"]["targets"] == ["light.kitchen"] and r["response"] == "" and r["success"]
+            assert r["intent"]["targets"] == ["light.kitchen"] and r["response"] and r["success"]
+            assert kitchen.state == "off"
+
+            # a result with no text: the hub says its own rendering
+            hub.loop.router.enqueue(_transcript("turn on the kitchen light"))
+            quiet = (await w.wait_for(topic_is(f"{BASE}/intent", request_id=None))).json()
+            w.publish(f"{BASE}/intent/result", {"id": quiet["id"], "success": True})
+            resp = (await w.wait_for(topic_is(f"{BASE}/event/response"))).json()
+            assert resp["text"] == r["response"]
 
             # the controller's states arrive as a catalog with the same names: no rebuild
             model = hub.engines.agent.model
