@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import getpass
 import json
 import queue
-import shutil
-import signal
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -28,61 +22,9 @@ from hub_runtime.pipeline import Clock
 from hub_runtime.runner import EventLog
 from hub_runtime.settings import Settings
 
-MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+from ..mosquitto import Mosquitto, free_port, wait_port
 
-
-def free_port() -> int:
-    """A TCP port nobody listens on (now)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout: float = 10.0) -> None:
-    """Until something accepts connections on the port."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return
-        time.sleep(0.02)
-    raise TimeoutError(f"nothing listens on {port}")
-
-
-class Mosquitto:
-    """A real mosquitto broker on 127.0.0.1 with persistence (killable and restartable)."""
-
-    def __init__(self, workdir: Path) -> None:
-        """Configure on a free port."""
-        self.port = free_port()
-        self.dir = workdir
-        self.conf = workdir / "mosquitto.conf"
-        self.conf.write_text(
-            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
-            f"persistence_location {workdir}/\nautosave_interval 1\n"
-            f"log_dest file {workdir}/mosquitto.log\n"
-            # run as root, mosquitto would drop to its own user, who cannot write here
-            f"user {getpass.getuser()}\n")
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        """Run it and wait until it listens."""
-        self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        wait_port(self.port)
-
-    def kill(self) -> None:
-        """SIGKILL: no goodbye to anyone."""
-        if self.proc is not None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-            self.proc = None
-
-    def stop(self) -> None:
-        """Terminate."""
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
+__all__ = ["Mosquitto", "free_port", "wait_port"]
 
 
 @dataclass

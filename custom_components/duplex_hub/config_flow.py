@@ -1,0 +1,204 @@
+"""Config flow: a hub found by MQTT discovery, or named by hand and checked online."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any, Final
+
+import voluptuous as vol
+from homeassistant.components import mqtt
+from homeassistant.config_entries import ConfigFlow, ConfigFlowResult, OptionsFlow
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import selector
+from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
+
+from .const import (
+    AVAILABILITY_TIMEOUT_S,
+    CONF_ALLOWED_INTENTS,
+    CONF_BASE_TOPIC,
+    CONF_HUB_ID,
+    CONF_LANGUAGE,
+    CONF_NAME,
+    CONF_PREFER_LOCAL,
+    DOMAIN,
+    SUPPORTED_INTENTS,
+    TOPIC_ROOT,
+)
+
+_LOGGER = logging.getLogger(__name__)
+ANNOUNCEMENT_GRACE_S: Final = 0.5  # the announcement may trail the availability
+HUB_ID: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def parse_target(value: str) -> tuple[str, str] | None:
+    """``kitchen`` or ``duplex_hub/kitchen`` -> (hub id, base topic); None when invalid."""
+    value = value.strip().strip("/")
+    if "/" in value:
+        hub_id = value.rsplit("/", 1)[1]
+        base = value
+    else:
+        hub_id, base = value, f"{TOPIC_ROOT}/{value}"
+    if not HUB_ID.match(hub_id) or any(c in base for c in "+#") or " " in base:
+        return None
+    return hub_id, base
+
+
+async def async_probe(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str | None, dict[str, Any]]:
+    """The hub's retained availability (None when there is none) and its discovery payload."""
+    got: dict[str, Any] = {}
+    arrived, announced = asyncio.Event(), asyncio.Event()
+
+    @callback
+    def on_availability(msg: mqtt.ReceiveMessage) -> None:
+        got["availability"] = msg.payload
+        arrived.set()
+
+    @callback
+    def on_discovery(msg: mqtt.ReceiveMessage) -> None:
+        try:
+            data = json.loads(msg.payload)
+        except (TypeError, ValueError):
+            return
+        if isinstance(data, dict):
+            got["discovery"] = data
+            announced.set()
+
+    unsubs = [await mqtt.async_subscribe(hass, f"{TOPIC_ROOT}/discovery/{hub_id}", on_discovery),
+              await mqtt.async_subscribe(hass, f"{base}/availability", on_availability)]
+    try:
+        async with asyncio.timeout(AVAILABILITY_TIMEOUT_S):
+            await arrived.wait()
+        async with asyncio.timeout(ANNOUNCEMENT_GRACE_S):  # retained, sent just before or after
+            await announced.wait()
+    except TimeoutError:
+        pass
+    finally:
+        for unsub in unsubs:
+            unsub()
+    return got.get("availability"), got.get("discovery", {})
+
+
+class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
+    """Add a hub: discovered over MQTT (confirm) or by hand (checked online)."""
+
+    VERSION = 1
+
+    def __init__(self) -> None:
+        """Nothing found yet."""
+        self._hub: dict[str, Any] = {}
+
+    @staticmethod
+    @callback
+    def async_get_options_flow(config_entry: Any) -> DuplexHubOptionsFlow:
+        """Language, local handling, allowed intents."""
+        return DuplexHubOptionsFlow()
+
+    async def async_step_mqtt(self, discovery_info: MqttServiceInfo) -> ConfigFlowResult:
+        """A hub's retained announcement on ``duplex_hub/discovery/<id>``."""
+        try:
+            data = json.loads(discovery_info.payload)
+        except (TypeError, ValueError):
+            return self.async_abort(reason="invalid_discovery_info")
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            return self.async_abort(reason="invalid_discovery_info")
+        target = parse_target(str(data.get("base_topic") or data["id"]))
+        if target is None or target[0] != data["id"]:
+            return self.async_abort(reason="invalid_discovery_info")
+        hub_id, base = target
+        await self.async_set_unique_id(hub_id)
+        self._abort_if_unique_id_configured(updates={CONF_BASE_TOPIC: base})
+        name = str(data.get("name") or hub_id)
+        self._hub = {CONF_HUB_ID: hub_id, CONF_BASE_TOPIC: base, CONF_NAME: name}
+        self.context["title_placeholders"] = {"name": name}
+        return await self.async_step_confirm()
+
+    async def async_step_confirm(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Confirm the discovered hub."""
+        if user_input is not None:
+            return self.async_create_entry(title=self._hub[CONF_NAME], data=self._hub)
+        self._set_confirm_only()
+        return self.async_show_form(step_id="confirm", description_placeholders={
+            "name": self._hub[CONF_NAME], "base_topic": self._hub[CONF_BASE_TOPIC]})
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """A hub id or base topic, checked online through its availability topic."""
+        if not await mqtt.async_wait_for_mqtt_client(self.hass):
+            return self.async_abort(reason="mqtt_not_connected")
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            target = parse_target(user_input[CONF_HUB_ID])
+            if target is None:
+                errors[CONF_HUB_ID] = "invalid_hub_id"
+            else:
+                hub_id, base = target
+                await self.async_set_unique_id(hub_id)
+                self._abort_if_unique_id_configured()
+                availability, info = await async_probe(self.hass, hub_id, base)
+                if availability is None:
+                    errors["base"] = "hub_not_found"
+                elif availability != "online":
+                    errors["base"] = "hub_offline"
+                else:
+                    name = str(info.get("name") or hub_id)
+                    return self.async_create_entry(title=name, data={
+                        CONF_HUB_ID: hub_id, CONF_BASE_TOPIC: base, CONF_NAME: name})
+        return self.async_show_form(
+            step_id="user", errors=errors,
+            data_schema=self.add_suggested_values_to_schema(
+                vol.Schema({vol.Required(CONF_HUB_ID): str}), user_input or {}))
+
+    async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Change the name or the base topic of the same hub."""
+        entry = self._get_reconfigure_entry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            target = parse_target(user_input[CONF_BASE_TOPIC])
+            if target is None:
+                errors[CONF_BASE_TOPIC] = "invalid_hub_id"
+            else:
+                hub_id, base = target
+                await self.async_set_unique_id(hub_id)
+                self._abort_if_unique_id_mismatch(reason="wrong_hub")
+                availability, _info = await async_probe(self.hass, hub_id, base)
+                if availability is None:
+                    errors["base"] = "hub_not_found"
+                elif availability != "online":
+                    errors["base"] = "hub_offline"
+                else:
+                    name = user_input.get(CONF_NAME) or entry.data.get(CONF_NAME) or hub_id
+                    return self.async_update_reload_and_abort(
+                        entry, title=name, data_updates={CONF_BASE_TOPIC: base, CONF_NAME: name})
+        schema = vol.Schema({vol.Required(CONF_BASE_TOPIC): str, vol.Optional(CONF_NAME): str})
+        return self.async_show_form(
+            step_id="reconfigure", errors=errors,
+            data_schema=self.add_suggested_values_to_schema(schema, user_input or {
+                CONF_BASE_TOPIC: entry.data[CONF_BASE_TOPIC], CONF_NAME: entry.data.get(CONF_NAME, "")}))
+
+
+class DuplexHubOptionsFlow(OptionsFlow):
+    """Language, whether Home Assistant's own sentences go first, which intents may run."""
+
+    async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """One form."""
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            if not user_input.get(CONF_ALLOWED_INTENTS):
+                errors[CONF_ALLOWED_INTENTS] = "no_intents"
+            else:
+                return self.async_create_entry(data=user_input)
+        options = self.config_entry.options
+        schema = vol.Schema({
+            vol.Required(CONF_LANGUAGE, default=options.get(CONF_LANGUAGE, self.hass.config.language)):
+                selector.LanguageSelector(),
+            vol.Required(CONF_PREFER_LOCAL, default=options.get(CONF_PREFER_LOCAL, False)):
+                selector.BooleanSelector(),
+            vol.Required(CONF_ALLOWED_INTENTS,
+                         default=options.get(CONF_ALLOWED_INTENTS, list(SUPPORTED_INTENTS))):
+                selector.SelectSelector(selector.SelectSelectorConfig(
+                    options=list(SUPPORTED_INTENTS), multiple=True,
+                    mode=selector.SelectSelectorMode.LIST)),
+        })
+        return self.async_show_form(step_id="init", data_schema=schema, errors=errors)

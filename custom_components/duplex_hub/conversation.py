@@ -1,0 +1,103 @@
+"""The hub as a conversation agent: Assist text goes to the hub's ``ask`` topic.
+
+The hub recognises the turn (its grammar, then its LLM) and answers on ``ask/response``;
+an intent in the answer is executed here through Home Assistant's intent machinery
+(``assistant="conversation"``: exposed entities only). The reply is the hub's, or Home
+Assistant's where the hub has none; a hub that is offline or late, or an intent that
+fails, gives an error response, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from homeassistant.components import conversation
+from homeassistant.const import MATCH_ALL
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import intent
+from homeassistant.helpers.entity_platform import AddEntitiesCallback
+
+from . import DuplexHubConfigEntry
+from .entity import DuplexHubEntity
+from .hub import HubClient
+from .intents import async_execute, error_response, failed, speech_of
+
+_LOGGER = logging.getLogger(__name__)
+PARALLEL_UPDATES = 0
+
+
+async def async_setup_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry,
+                            async_add_entities: AddEntitiesCallback) -> None:
+    """The agent of the entry's hub."""
+    async_add_entities([DuplexHubAgent(entry.runtime_data)])
+
+
+class DuplexHubAgent(DuplexHubEntity, conversation.ConversationEntity):
+    """A conversation agent answered by one hub."""
+
+    _attr_name = None  # the device's name
+    _attr_supported_features = conversation.ConversationEntityFeature.CONTROL
+
+    def __init__(self, hub: HubClient) -> None:
+        """The agent of this hub."""
+        super().__init__(hub, "agent")
+
+    @property
+    def available(self) -> bool:
+        """Always offered; an offline hub gives an error response."""
+        return True
+
+    @property
+    def supported_languages(self) -> list[str] | Literal["*"]:
+        """Whatever the user's pipeline uses; the hub answers in its own language."""
+        return MATCH_ALL
+
+    async def _async_handle_message(self, user_input: conversation.ConversationInput,
+                                    chat_log: conversation.ChatLog) -> conversation.ConversationResult:
+        response = await self._respond(user_input, chat_log.conversation_id)
+        speech = speech_of(response)
+        if speech:
+            chat_log.async_add_assistant_content_without_tools(
+                conversation.AssistantContent(agent_id=user_input.agent_id, content=speech))
+        return conversation.ConversationResult(response=response, conversation_id=chat_log.conversation_id)
+
+    async def _respond(self, user_input: conversation.ConversationInput,
+                       conversation_id: str) -> intent.IntentResponse:
+        hub, text = self.hub, user_input.text
+        language = user_input.language or hub.language
+        if hub.prefer_local and (local := await self._home_assistant(user_input)) is not None:
+            return local
+        try:
+            answer = await hub.async_ask(text, conversation_id=conversation_id, language=language)
+        except TimeoutError:
+            return error_response(language, intent.IntentResponseErrorCode.UNKNOWN,
+                                  f"{hub.name} did not answer in time")
+        except ConnectionError:
+            return error_response(language, intent.IntentResponseErrorCode.UNKNOWN,
+                                  f"{hub.name} is offline")
+        said = answer.get("response") if isinstance(answer.get("response"), str) else None
+        hub_intent = answer.get("intent")
+        if not isinstance(hub_intent, dict):
+            response = intent.IntentResponse(language=language)
+            response.async_set_speech(said or "Sorry, I couldn't understand that")
+            return response
+        response = await async_execute(self.hass, hub_intent, text=text, language=language,
+                                       allowed=hub.allowed, context=user_input.context,
+                                       device_id=user_input.device_id, agent_id=self.entity_id)
+        if not failed(response) and said:
+            response.async_set_speech(said)
+        elif not failed(response) and not speech_of(response):
+            response.async_set_speech("Done")
+        return response
+
+    async def _home_assistant(self, user_input: conversation.ConversationInput) -> intent.IntentResponse | None:
+        """Home Assistant's own sentence matching, when it matches (``prefer_local``)."""
+        result = await conversation.async_converse(
+            self.hass, text=user_input.text, conversation_id=None, context=user_input.context,
+            language=user_input.language, agent_id=conversation.HOME_ASSISTANT_AGENT,
+            device_id=user_input.device_id)
+        if (failed(result.response)
+                and result.response.error_code is intent.IntentResponseErrorCode.NO_INTENT_MATCH):
+            return None
+        return result.response

@@ -1,0 +1,322 @@
+"""The link to one hub over Home Assistant's MQTT: state in, catalog, intents and asks.
+
+One :class:`HubClient` per config entry (its ``runtime_data``). It subscribes once, at
+setup, to everything it needs (Home Assistant may send a new subscription late), keeps
+the hub's availability, dialogue state, last transcript and turn latency for the
+entities, executes the intents the hub publishes from speech and answers with
+``intent/result``, and publishes the catalog of exposed entities (retained, debounced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from homeassistant.components import conversation, mqtt
+from homeassistant.components.homeassistant.exposed_entities import (
+    async_listen_entity_updates,
+    async_should_expose,
+)
+from homeassistant.const import EVENT_STATE_CHANGED
+from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
+from homeassistant.helpers import area_registry as ar
+from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.debounce import Debouncer
+from homeassistant.util import ulid as ulid_util
+
+from .const import (
+    ASK_TIMEOUT_S,
+    CATALOG_COOLDOWN_S,
+    RESULT_TIMEOUT_S,
+    SEEN_INTENTS,
+    SUPPORTED_INTENTS,
+)
+from .intents import async_execute, failed, speech_of, targets_of
+
+_LOGGER = logging.getLogger(__name__)
+
+# attributes the hub's replies and LLM context use; the rest stays in Home Assistant
+CATALOG_ATTRIBUTES = ("unit_of_measurement", "device_class", "brightness", "color_name",
+                      "color_temp_kelvin", "current_temperature", "temperature",
+                      "current_position", "friendly_name")
+
+
+def build_catalog(hass: HomeAssistant) -> list[dict[str, Any]]:
+    """The entities exposed to Assist, in the hub's catalog format."""
+    ents, devs, areas = er.async_get(hass), dr.async_get(hass), ar.async_get(hass)
+    out = []
+    for state in sorted(hass.states.async_all(), key=lambda s: s.entity_id):
+        if not async_should_expose(hass, conversation.DOMAIN, state.entity_id):
+            continue
+        entry = ents.async_get(state.entity_id)
+        aliases: list[str] = []
+        area_id = None
+        if entry is not None:
+            aliases = sorted(a for a in entry.aliases if a and a.strip())
+            area_id = entry.area_id
+            if area_id is None and entry.device_id and (device := devs.async_get(entry.device_id)):
+                area_id = device.area_id
+        area = areas.async_get_area(area_id) if area_id else None
+        name = str(state.name or state.object_id).strip() or state.object_id
+        item: dict[str, Any] = {"entity_id": state.entity_id, "name": name, "state": state.state}
+        if area is not None:
+            item["area"] = area.name
+        if aliases:
+            item["aliases"] = aliases
+        attributes = {k: state.attributes[k] for k in CATALOG_ATTRIBUTES if k in state.attributes
+                      and k != "friendly_name"}
+        if attributes:
+            item["attributes"] = json.loads(json.dumps(attributes, default=str))
+        out.append(item)
+    return out
+
+
+class HubClient:
+    """One hub, seen through Home Assistant's MQTT integration."""
+
+    def __init__(self, hass: HomeAssistant, *, hub_id: str, base_topic: str, name: str,
+                 language: str, allowed_intents: list[str] | None = None,
+                 prefer_local: bool = False) -> None:
+        """A client for the hub at ``base_topic``; nothing is subscribed until setup."""
+        self.hass = hass
+        self.hub_id = hub_id
+        self.base = base_topic.rstrip("/")
+        self.name = name
+        self.language = language
+        self.allowed = list(allowed_intents) if allowed_intents else list(SUPPORTED_INTENTS)
+        self.prefer_local = prefer_local
+        self.available = False
+        self.activity: str | None = None
+        self.muted: bool | None = None
+        self.volume: float | None = None
+        self.last_transcript: str | None = None
+        self.last_latency_ms: int | None = None
+        self.info: dict[str, Any] = {}
+        self.counts = {"intents": 0, "results": 0, "asks": 0, "dropped": 0, "catalogs": 0}
+        self._speech_end_ms: int | None = None
+        self._asks: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._listeners: list[CALLBACK_TYPE] = []
+        self._unsubs: list[CALLBACK_TYPE] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._catalog_sent: str | None = None
+        self.catalog_ids: set[str] = set()  # what the hub was last sent
+        self._debouncer: Debouncer[Any] | None = None
+
+    def topic(self, relative: str) -> str:
+        """A topic under the hub's base."""
+        return f"{self.base}/{relative}"
+
+    # -- life cycle ---------------------------------------------------------------------
+    async def async_start(self) -> None:
+        """Subscribe (once), announce ourselves as controller, publish the catalog."""
+        subs: list[tuple[str, Callable[[mqtt.ReceiveMessage], None]]] = [
+            (self.topic("availability"), self._on_availability),
+            (self.topic("state"), self._on_state),
+            (self.topic("intent"), self._on_intent),
+            (self.topic("ask/response"), self._on_ask_response),
+            (self.topic("event/+"), self._on_event),
+            (f"duplex_hub/discovery/{self.hub_id}", self._on_discovery),
+        ]
+        for topic, handler in subs:
+            self._unsubs.append(await mqtt.async_subscribe(self.hass, topic, handler, qos=1))
+        self._debouncer = Debouncer(self.hass, _LOGGER, cooldown=CATALOG_COOLDOWN_S, immediate=False,
+                                    function=self.async_publish_catalog)
+        self._unsubs.append(self.hass.bus.async_listen(EVENT_STATE_CHANGED, self._on_state_changed))
+        for event in (er.EVENT_ENTITY_REGISTRY_UPDATED, ar.EVENT_AREA_REGISTRY_UPDATED,
+                      dr.EVENT_DEVICE_REGISTRY_UPDATED):
+            self._unsubs.append(self.hass.bus.async_listen(event, self._on_registry_changed))
+        self._unsubs.append(async_listen_entity_updates(self.hass, conversation.DOMAIN,
+                                                        self._schedule_catalog))
+        await mqtt.async_publish(self.hass, self.topic("controller"),
+                                 json.dumps({"name": "Home Assistant", "timeout_s": RESULT_TIMEOUT_S}),
+                                 qos=1, retain=True)
+        await self.async_publish_catalog()
+
+    async def async_stop(self) -> None:
+        """Unsubscribe; the hub becomes standalone again."""
+        for unsub in self._unsubs:
+            unsub()
+        self._unsubs.clear()
+        if self._debouncer is not None:
+            self._debouncer.async_shutdown()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for future in self._asks.values():
+            future.cancel()
+        self._asks.clear()
+        await mqtt.async_publish(self.hass, self.topic("controller"), "", qos=1, retain=True)
+
+    # -- listeners (entities) -------------------------------------------------------------
+    @callback
+    def async_add_listener(self, update: CALLBACK_TYPE) -> CALLBACK_TYPE:
+        """Call ``update`` when anything the entities show changes."""
+        self._listeners.append(update)
+
+        @callback
+        def remove() -> None:
+            self._listeners.remove(update)
+        return remove
+
+    @callback
+    def _notify(self) -> None:
+        for update in list(self._listeners):
+            update()
+
+    # -- catalog ------------------------------------------------------------------------
+    async def async_publish_catalog(self) -> None:
+        """Publish the exposed entities, retained, when they differ from the last sent."""
+        entities = build_catalog(self.hass)
+        payload = json.dumps({"entities": entities}, ensure_ascii=False, separators=(",", ":"))
+        if payload == self._catalog_sent:
+            return
+        self._catalog_sent = payload
+        self.catalog_ids = {e["entity_id"] for e in entities}
+        self.counts["catalogs"] += 1
+        await mqtt.async_publish(self.hass, self.topic("catalog"), payload, qos=1, retain=True)
+
+    @callback
+    def _schedule_catalog(self) -> None:
+        if self._debouncer is not None:
+            self.hass.async_create_task(self._debouncer.async_call(), eager_start=True)
+
+    @callback
+    def _on_state_changed(self, event: Event[Any]) -> None:
+        entity_id = event.data.get("entity_id", "")
+        if entity_id in self.catalog_ids or (
+                event.data.get("new_state") is not None
+                and async_should_expose(self.hass, conversation.DOMAIN, entity_id)):
+            self._schedule_catalog()
+
+    @callback
+    def _on_registry_changed(self, _event: Event[Any]) -> None:
+        self._schedule_catalog()
+
+    # -- from the hub -------------------------------------------------------------------
+    @staticmethod
+    def _json(msg: mqtt.ReceiveMessage) -> Any:
+        try:
+            return json.loads(msg.payload)
+        except (TypeError, ValueError):
+            return None
+
+    def _drop(self, msg: mqtt.ReceiveMessage, why: str) -> None:
+        self.counts["dropped"] += 1
+        _LOGGER.warning("dropped a message on %s: %s", msg.topic, why)
+
+    @callback
+    def _on_availability(self, msg: mqtt.ReceiveMessage) -> None:
+        available = msg.payload == "online"
+        if available != self.available:
+            self.available = available
+            _LOGGER.info("hub %s is %s", self.hub_id, "online" if available else "offline")
+            if not available:
+                for future in self._asks.values():
+                    if not future.done():
+                        future.set_exception(ConnectionError("the hub went offline"))
+            self._notify()
+
+    @callback
+    def _on_state(self, msg: mqtt.ReceiveMessage) -> None:
+        data = self._json(msg)
+        if not isinstance(data, dict) or not isinstance(data.get("state"), str):
+            self._drop(msg, "not a state object")
+            return
+        self.activity = data["state"]
+        self.muted = data.get("muted") if isinstance(data.get("muted"), bool) else None
+        self.volume = data.get("volume") if isinstance(data.get("volume"), (int, float)) else None
+        self._notify()
+
+    @callback
+    def _on_discovery(self, msg: mqtt.ReceiveMessage) -> None:
+        data = self._json(msg)
+        if isinstance(data, dict):
+            self.info = data
+
+    @callback
+    def _on_event(self, msg: mqtt.ReceiveMessage) -> None:
+        data = self._json(msg)
+        if not isinstance(data, dict):
+            self._drop(msg, "not a JSON object")
+            return
+        kind, t_ms = data.get("type"), data.get("t_ms")
+        if kind == "transcript" and isinstance(data.get("text"), str) and data["text"]:
+            self.last_transcript = data["text"]
+            self._notify()
+        elif kind == "speech_end" and isinstance(t_ms, int):
+            self._speech_end_ms = t_ms
+        elif kind == "tts_start" and isinstance(t_ms, int) and self._speech_end_ms is not None:
+            self.last_latency_ms = max(0, t_ms - self._speech_end_ms)
+            self._speech_end_ms = None
+            self._notify()
+
+    @callback
+    def _on_ask_response(self, msg: mqtt.ReceiveMessage) -> None:
+        data = self._json(msg)
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            self._drop(msg, "not an ask response")
+            return
+        future = self._asks.get(data["id"])
+        if future is not None and not future.done():
+            future.set_result(data)
+
+    @callback
+    def _on_intent(self, msg: mqtt.ReceiveMessage) -> None:
+        data = self._json(msg)
+        if (not isinstance(data, dict) or not isinstance(data.get("id"), str)
+                or not isinstance(data.get("intent"), dict)):
+            self._drop(msg, "not an intent")
+            return
+        if data.get("request_id") is not None:
+            return  # the answer to an ask: the conversation agent that asked executes it
+        if data["id"] in self._seen:
+            return  # resent by the hub's outbox after a reconnect
+        self._seen[data["id"]] = None
+        while len(self._seen) > SEEN_INTENTS:
+            self._seen.popitem(last=False)
+        self.counts["intents"] += 1
+        task = self.hass.async_create_background_task(self._execute(data), name="duplex_hub intent")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _execute(self, data: dict[str, Any]) -> None:
+        """A voice intent: execute it, then tell the hub the outcome (it speaks it)."""
+        response = await async_execute(self.hass, data["intent"], text=str(data.get("text", "")),
+                                       language=self.language, allowed=self.allowed)
+        result = {"id": data["id"], "success": not failed(response), "text": speech_of(response),
+                  "targets": targets_of(response)}
+        self.counts["results"] += 1
+        await mqtt.async_publish(self.hass, self.topic("intent/result"), json.dumps(result), qos=1)
+
+    # -- to the hub ---------------------------------------------------------------------
+    async def async_ask(self, text: str, *, conversation_id: str | None, language: str) -> dict[str, Any]:
+        """The hub's answer to a text turn; TimeoutError or ConnectionError when there is none."""
+        if not self.available:
+            raise ConnectionError("the hub is offline")
+        request_id = ulid_util.ulid_now()
+        future: asyncio.Future[dict[str, Any]] = self.hass.loop.create_future()
+        self._asks[request_id] = future
+        self.counts["asks"] += 1
+        try:
+            await mqtt.async_publish(self.hass, self.topic("ask"), json.dumps(
+                {"id": request_id, "text": text, "conversation_id": conversation_id,
+                 "language": language}), qos=1)
+            async with asyncio.timeout(ASK_TIMEOUT_S):
+                return await future
+        finally:
+            self._asks.pop(request_id, None)
+
+    async def async_say(self, text: str, *, interrupt: bool = False) -> None:
+        """Make the hub speak."""
+        await mqtt.async_publish(self.hass, self.topic("say"),
+                                 json.dumps({"text": text, "interrupt": interrupt}), qos=1)
+
+    async def async_set_muted(self, muted: bool) -> None:
+        """Mute or unmute the hub's microphone."""
+        await mqtt.async_publish(self.hass, self.topic("mute" if muted else "unmute"), "", qos=1)
