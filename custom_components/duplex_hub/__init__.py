@@ -71,6 +71,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry) ->
         allowed_intents=entry.options.get(CONF_ALLOWED_INTENTS),
         prefer_local=entry.options.get(CONF_PREFER_LOCAL, False),
     )
+    client.options = dict(entry.options)
     await client.async_start()
     entry.runtime_data = client
     entry.async_on_unload(entry.add_update_listener(_async_options_updated))
@@ -79,7 +80,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry) ->
 
 
 async def _async_options_updated(hass: HomeAssistant, entry: DuplexHubConfigEntry) -> None:
-    await hass.config_entries.async_reload(entry.entry_id)
+    """Reload for new options (not for other entry updates, such as discovery keys)."""
+    if dict(entry.options) != entry.runtime_data.options:
+        await hass.config_entries.async_reload(entry.entry_id)
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry) -> bool:

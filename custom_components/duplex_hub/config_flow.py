@@ -109,7 +109,10 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
             return self.async_abort(reason="invalid_discovery_info")
         hub_id, base = target
         await self.async_set_unique_id(hub_id)
-        self._abort_if_unique_id_configured(updates={CONF_BASE_TOPIC: base})
+        known = self.hass.config_entries.async_entry_for_domain_unique_id(DOMAIN, hub_id)
+        self._abort_if_unique_id_configured(  # reload only when the hub moved to another topic
+            updates={CONF_BASE_TOPIC: base},
+            reload_on_update=known is not None and known.data.get(CONF_BASE_TOPIC) != base)
         name = str(data.get("name") or hub_id)
         self._hub = {CONF_HUB_ID: hub_id, CONF_BASE_TOPIC: base, CONF_NAME: name}
         self.context["title_placeholders"] = {"name": name}

@@ -32,6 +32,7 @@ from homeassistant.util import ulid as ulid_util
 from .const import (
     ASK_TIMEOUT_S,
     CATALOG_COOLDOWN_S,
+    DOMAIN,
     RESULT_TIMEOUT_S,
     SEEN_INTENTS,
     SUPPORTED_INTENTS,
@@ -54,6 +55,8 @@ def build_catalog(hass: HomeAssistant) -> list[dict[str, Any]]:
         if not async_should_expose(hass, conversation.DOMAIN, state.entity_id):
             continue
         entry = ents.async_get(state.entity_id)
+        if entry is not None and entry.platform == DOMAIN:
+            continue  # the hubs' own entities (a muted hub could not hear "unmute")
         aliases: list[str] = []
         area_id = None
         if entry is not None:
@@ -90,6 +93,7 @@ class HubClient:
         self.language = language
         self.allowed = list(allowed_intents) if allowed_intents else list(SUPPORTED_INTENTS)
         self.prefer_local = prefer_local
+        self.options: dict[str, Any] = {}  # the entry options this client was made with
         self.available = False
         self.activity: str | None = None
         self.muted: bool | None = None

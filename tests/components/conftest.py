@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -187,13 +187,14 @@ class HubProcess:
 
     def __init__(self, config: Path, wav: Path, linger_s: float, log: Path) -> None:
         """Ready to start."""
-        self.args = [str(HUB_VENV / "bin" / "hub-runtime"), "run", "--config", str(config),
+        self.args = [str(HUB_VENV / "bin" / "hub-runtime"), "-v", "run", "--config", str(config),
                      "--input", str(wav), "--mqtt", "--linger", str(linger_s)]
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         """Run it (its output goes to the log file)."""
+        assert self.proc is None, "started twice"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT)
 
@@ -211,8 +212,8 @@ class HubProcess:
 
 
 @pytest.fixture
-async def hub_process(tmp_path: Path, broker: Mosquitto) -> AsyncIterator[HubProcess]:
-    """A hub that idles on silence for a while, bridged to the broker (for ask tests)."""
+def hub_process(tmp_path: Path, broker: Mosquitto) -> Iterator[HubProcess]:
+    """A hub that idles on silence for a while, bridged to the broker (not started)."""
     wav = tmp_path / "silence.wav"
     subprocess.run([str(HUB_VENV / "bin" / "python"), "-c",
                     "import sys, wave; w = wave.open(sys.argv[1], 'wb'); w.setnchannels(1); "
@@ -220,6 +221,5 @@ async def hub_process(tmp_path: Path, broker: Mosquitto) -> AsyncIterator[HubPro
                     str(wav)], check=True)
     hub = HubProcess(hub_config(tmp_path, broker.port, asr={"second_tier": "none"}), wav,
                      linger_s=300, log=tmp_path / "hub.log")
-    hub.start()
-    yield hub
+    yield hub  # started by the test, once Home Assistant is ready
     hub.stop()
