@@ -81,6 +81,14 @@ async def async_probe(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str 
     return got.get("availability"), got.get("discovery", {})
 
 
+async def async_check_online(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str | None, dict[str, Any]]:
+    """The form error (``hub_not_found`` / ``hub_offline``) or None, and the announcement."""
+    availability, info = await async_probe(hass, hub_id, base)
+    if availability is None:
+        return "hub_not_found", info
+    return (None if availability == "online" else "hub_offline"), info
+
+
 class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
     """Add a hub: discovered over MQTT (confirm) or by hand (checked online)."""
 
@@ -139,11 +147,9 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
                 hub_id, base = target
                 await self.async_set_unique_id(hub_id)
                 self._abort_if_unique_id_configured()
-                availability, info = await async_probe(self.hass, hub_id, base)
-                if availability is None:
-                    errors["base"] = "hub_not_found"
-                elif availability != "online":
-                    errors["base"] = "hub_offline"
+                error, info = await async_check_online(self.hass, hub_id, base)
+                if error:
+                    errors["base"] = error
                 else:
                     name = str(info.get("name") or hub_id)
                     return self.async_create_entry(title=name, data={
@@ -165,11 +171,9 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
                 hub_id, base = target
                 await self.async_set_unique_id(hub_id)
                 self._abort_if_unique_id_mismatch(reason="wrong_hub")
-                availability, _info = await async_probe(self.hass, hub_id, base)
-                if availability is None:
-                    errors["base"] = "hub_not_found"
-                elif availability != "online":
-                    errors["base"] = "hub_offline"
+                error, _info = await async_check_online(self.hass, hub_id, base)
+                if error:
+                    errors["base"] = error
                 else:
                     name = user_input.get(CONF_NAME) or entry.data.get(CONF_NAME) or hub_id
                     return self.async_update_reload_and_abort(
