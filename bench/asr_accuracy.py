@@ -17,14 +17,14 @@ from commands import cases
 
 from hub_runtime.agent import Agent
 from hub_runtime.audio.synthetic import reverb, scene, speak
-from hub_runtime.loop import Engines
+from hub_runtime.engines import Engines
 from hub_runtime.runner import run_file
 from hub_runtime.settings import Settings
 
 
 async def main(n: int | None) -> None:
     settings = Settings()
-    shared = await Engines.load(settings)
+    shared = await Engines.load(settings, llm=False)
     truth_agent = Agent.from_settings(settings)
     ok, tiers, cpu, audio_s = 0, Counter(), 0.0, 0.0
     for case in cases(n):
@@ -33,9 +33,8 @@ async def main(n: int | None) -> None:
             utt = reverb(utt)
         mic = scene([(500, utt)], 500 + len(utt) // 16 + 1500, noise_rms=case.noise_rms)
         want = truth_agent.recognize(case.text)
-        engines = Engines(agent=Agent.from_settings(settings), whisper=shared.whisper, synth=shared.synth)
         c0 = time.process_time()
-        result = await run_file(settings, mic, engines=engines)
+        result = await run_file(settings, mic, engines=shared, agent=Agent.from_settings(settings))
         cpu += time.process_time() - c0
         audio_s += len(mic) / 16000
         got = [e for e in result.events if e["type"] == "intent"]

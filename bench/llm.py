@@ -14,10 +14,11 @@ import time
 from dataclasses import replace
 
 from hub_runtime.agent import Agent
+from hub_runtime.engines import load_llm
+from hub_runtime.engines.base import Message, Sampling
 from hub_runtime.engines.piper import PiperSynth
 from hub_runtime.llm.context import Preferences
-from hub_runtime.llm.dialogue import LlmDialogue, Say, load_engine
-from hub_runtime.llm.engine import Message, Sampling
+from hub_runtime.llm.dialogue import LlmDialogue, Sentence
 from hub_runtime.settings import Settings
 
 CHAT = ["what is the capital of France", "tell me a joke", "why is the sky blue", "who wrote hamlet",
@@ -29,7 +30,8 @@ ACT = ["it's too dark in the kitchen", "I'm cold in the living room", "close up 
 async def run(threads: int, synth: PiperSynth) -> None:
     settings = Settings()
     settings = replace(settings, hardware=replace(settings.hardware, num_threads=threads))
-    engine = await asyncio.to_thread(load_engine, settings)
+    engine = await asyncio.to_thread(load_llm, settings)
+    assert engine is not None
     agent = Agent.from_settings(settings)
     d = LlmDialogue(settings, engine, agent, preferences=Preferences(None))
     ttft, first_say, first_audio, tps, prompt_eval = [], [], [], [], []
@@ -40,7 +42,7 @@ async def run(threads: int, synth: PiperSynth) -> None:
         async for item in d.turn(text):
             if first is None:
                 first = time.perf_counter() - t0
-                spoken = (item.text if isinstance(item, Say) else
+                spoken = (item.text if isinstance(item, Sentence) else
                           agent.model.home.handle(item.intent).response)
                 next(iter(synth.sentences(spoken)))  # Piper's first sentence: the first hub audio
                 first_audio.append((time.perf_counter() - t0) * 1000)
@@ -73,7 +75,7 @@ async def run(threads: int, synth: PiperSynth) -> None:
           f"median {med([p for p, _ in prompt_eval]):.0f} tokens in {med([t for _, t in prompt_eval]):.0f} ms "
           f"(the rest from the cache)")
     print(f"  barge-in -> generation stopped: p50 {med(stops):.1f} ms, max {max(stops):.1f} ms")
-    await d.close()
+    await engine.close()
 
 
 async def main() -> None:

@@ -1,5 +1,7 @@
-"""MQTT: intent publish → receipt at a subscriber through a real mosquitto, p50/p95; sustained
-intents per second; broker restart → outbox drained.
+"""MQTT benchmarks through a real mosquitto.
+
+Intent publish → receipt at a subscriber, p50/p95; sustained intents per second;
+broker restart → outbox drained.
 
 The hub side is the hub's own link and outbox (the path every intent takes); the subscriber
 is a plain paho client in its own thread. Usage: .venv/bin/python bench/mqtt.py [N]
@@ -33,6 +35,7 @@ class Subscriber:
     """Records when each intent id arrives (first arrival only)."""
 
     def __init__(self, port: int) -> None:
+        """Subscribe on this port."""
         self.arrived: dict[int, float] = {}
         self.lock = threading.Lock()
         ready = threading.Event()

@@ -16,7 +16,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 from commands import cases
 
 from hub_runtime.audio.synthetic import pink_noise, speak
-from hub_runtime.engines.vad import make_scorer
+from hub_runtime.engines.base import SpeechScorer
+from hub_runtime.engines.silero_vad import SileroScorer
+from hub_runtime.engines.webrtc_vad import WebRtcScorer
+
+
+def make_scorer(engine: str) -> SpeechScorer:
+    return WebRtcScorer(2) if engine == "webrtcvad" else SileroScorer()
 
 FRAME = 480
 
@@ -40,7 +46,7 @@ def main() -> None:
                 truth = labels(clean)
                 mixed = np.clip(clean.astype(np.int32) + (pink_noise(len(clean), noise, k) if noise else 0),
                                 -32768, 32767).astype(np.int16)
-                scorer = make_scorer(engine, 2)
+                scorer = make_scorer(engine)
                 pred = np.array([scorer.score(mixed[i * FRAME:(i + 1) * FRAME]) >= threshold
                                  for i in range(len(truth))])
                 tp += int(np.sum(pred & truth))

@@ -20,7 +20,7 @@ from commands import cases
 
 from hub_runtime.agent import Agent
 from hub_runtime.audio.synthetic import reverb, scene, speak, speech_bounds_ms
-from hub_runtime.loop import Engines
+from hub_runtime.engines import Engines
 from hub_runtime.runner import run_file
 from hub_runtime.settings import Settings
 
@@ -39,11 +39,8 @@ def pct(xs: list[float], q: float) -> str:
 
 async def main(n: int | None) -> None:
     settings = Settings()
-    shared = await Engines.load(settings)
+    shared = await Engines.load(settings, llm=False)
     truth = Agent.from_settings(settings)
-
-    def fresh() -> Engines:
-        return Engines(agent=Agent.from_settings(settings), whisper=shared.whisper, synth=shared.synth)
 
     lat_intent, lat_audio, ok, total, cpu, audio_s = [], [], 0, 0, 0.0, 0.0
     for case in cases(n):
@@ -53,7 +50,7 @@ async def main(n: int | None) -> None:
         mic = scene([(500, utt)], 500 + len(utt) // 16 + 1500, noise_rms=case.noise_rms)
         end = 500 + speech_bounds_ms(utt)[1]
         want = truth.recognize(case.text)
-        res = await run_file(settings, mic, engines=fresh(), realtime=True)
+        res = await run_file(settings, mic, engines=shared, agent=Agent.from_settings(settings), realtime=True)
         cpu += res.cpu_s
         audio_s += len(res.mic) / 16000
         got = [e for e in res.events if e["type"] == "intent"]
@@ -74,7 +71,8 @@ async def main(n: int | None) -> None:
         utt = speak(text, voice, speed=speed)
         mic = scene([(2000, utt)], 2000 + len(utt) // 16 + 2500)
         onset = 2000 + speech_bounds_ms(utt)[0]
-        res = await run_file(settings, mic, engines=fresh(), realtime=True, say_at=[(0, LONG)])
+        res = await run_file(settings, mic, engines=shared, agent=Agent.from_settings(settings), realtime=True,
+                             say_at=[(0, LONG)])
         b = [e for e in res.events if e["type"] == "barge_in"]
         if b:
             pause.append(b[0]["t_ms"] - onset)
@@ -84,7 +82,8 @@ async def main(n: int | None) -> None:
     for text, voice, speed in BACKCHANNELS:
         utt = speak(text, voice, speed=speed)
         mic = scene([(2500, utt)], 12000)
-        res = await run_file(settings, mic, engines=fresh(), realtime=True, say_at=[(0, LONG)])
+        res = await run_file(settings, mic, engines=shared, agent=Agent.from_settings(settings), realtime=True,
+                             say_at=[(0, LONG)])
         kinds = [e["type"] for e in res.events]
         resumed += "tts_resumed" in kinds and "tts_cancelled" not in kinds
         bc_cancelled += "tts_cancelled" in kinds

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .catalog import CatalogError
+from .engines.base import EngineError
 from .errors import CliError
-from .llm.engine import EngineError
 from .settings import Settings, SettingsError, load
+from .understanding import Reply
 
 EXIT_USAGE = 2
 
@@ -25,17 +26,24 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def _cmd_ask(args: argparse.Namespace) -> int:
+async def _ask(settings: Settings, text: str) -> Reply:
+    """One text turn through the same understanding as speech (the LLM loaded only if needed)."""
     from .agent import Agent
+    from .engines import Engines
+    from .understanding import Understanding
 
-    settings = _settings(args)
-    agent = Agent.from_settings(settings)
-    reply = agent.respond(args.text) if settings.llm.prefer_local or not settings.llm.enabled else None
-    if (reply is None or reply.intent is None) and settings.llm.enabled:
-        from .llm.dialogue import ask_llm
+    agent = await asyncio.to_thread(Agent.from_settings, settings)
+    understanding = Understanding.build(settings, agent, None)
+    engines = await Engines.load(settings, speech=False, llm=understanding.needs_llm(text))
+    try:
+        understanding = Understanding.build(settings, agent, engines.llm)
+        return await understanding.answer(text)
+    finally:
+        await engines.close()
 
-        reply = asyncio.run(ask_llm(settings, agent, args.text)) or reply
-    assert reply is not None
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    reply = asyncio.run(_ask(_settings(args), args.text))
     if args.json:
         print(json.dumps(reply.to_dict(), ensure_ascii=False))
     else:

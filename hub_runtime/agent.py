@@ -1,8 +1,9 @@
-"""The agent: text in, intent and reply out, against the home's grammar.
+"""The agent: the home's model (catalog, grammar, NLU) and who carries out intents.
 
 One agent serves every dialogue loop of a home: it owns the catalog, the grammar and
 the NLU built from them, and swaps them atomically when the catalog changes. It also
 knows who carries out intents: the hub itself, or a controller (``controller.py``).
+Turning text into a reply is :mod:`.understanding`'s job.
 """
 
 from __future__ import annotations
@@ -11,38 +12,16 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
-from dataclasses import dataclass
-from typing import Any
 
 from .catalog import Catalog
-from .controller import Controller, Results
+from .controller import Results
 from .grammar import HomeGrammar
 from .home import Home, Outcome
 from .nlu import Intent, Nlu
+from .protocol import Controller
 from .settings import Settings
 
 _LOGGER = logging.getLogger(__name__)
-
-NO_INTENT_RESPONSE = "Sorry, I couldn't understand that"
-
-
-@dataclass(frozen=True)
-class Reply:
-    """The agent's answer to one turn."""
-
-    text: str
-    intent: Intent | None
-    source: str | None  # "grammar" | "llm" | None
-    response: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object printed by ``hub-runtime ask``."""
-        return {
-            "text": self.text,
-            "intent": self.intent.to_dict() if self.intent else None,
-            "source": self.source,
-            "response": self.response,
-        }
 
 
 class HomeModel:
@@ -58,7 +37,7 @@ class HomeModel:
 
 
 class Agent:
-    """Answers text turns against the current home model."""
+    """The current home model, and whether intents are carried out here or by a controller."""
 
     def __init__(self, model: HomeModel) -> None:
         """Start with this home model, standalone (no controller)."""
@@ -78,29 +57,23 @@ class Agent:
         """The grammar intent for the text, without acting."""
         return self.model.nlu.recognize(text)
 
-    def respond(self, text: str, *, intent: Intent | None = None,
-                now: dt.datetime | None = None) -> Reply:
-        """Recognise (unless given) and reply; act too when standalone.
-
-        With a controller the intent is not applied here (the controller executes it); the
-        response is the hub's own rendering of it.
-        """
-        intent = intent if intent is not None else self.recognize(text)
-        if intent is None:
-            return Reply(text=text, intent=None, source=None, response=NO_INTENT_RESPONSE)
-        outcome = self.model.home.handle(intent, now=now, apply=self.controller is None)
-        return Reply(text=text, intent=intent, source="grammar", response=outcome.response)
-
     def expect(self, intent_id: str) -> None:
         """Before an intent is published: a turn will :meth:`act` on it."""
         if self.controller is not None:
             self.results.expect(intent_id)
 
-    async def act(self, intent: Intent, *, intent_id: str, now: dt.datetime | None = None) -> Outcome:
-        """Carry out an intent: here when standalone, else wait for the controller's result."""
+    async def act(self, intent: Intent, *, intent_id: str, delegate: bool = False,
+                  now: dt.datetime | None = None) -> Outcome:
+        """Carry out an intent: here when standalone, else wait for the controller's result.
+
+        ``delegate``: whoever asked executes it (an ``ask`` answered to a controller), so
+        with a controller the hub only renders its reply.
+        """
         if self.controller is None:
             return self.model.home.handle(intent, now=now)
         own = self.model.home.handle(intent, now=now, apply=False)
+        if delegate:
+            return own
         result = await self.results.wait(intent_id, self.controller)
         if result.success and not result.response:  # the controller did it and had nothing to say
             return dataclasses.replace(result, response=own.response)
@@ -121,3 +94,10 @@ class Agent:
         """Rebuild grammar and NLU for a new catalog off the loop, then swap atomically."""
         model = await asyncio.to_thread(HomeModel, catalog, settings)
         self.model = model
+
+    async def set_catalog(self, catalog: Catalog, settings: Settings) -> bool:
+        """Take a new catalog: only its states when the names are the same; True when rebuilt."""
+        if self.update_states(catalog):
+            return False
+        await self.replace_catalog(catalog, settings)
+        return True

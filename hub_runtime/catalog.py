@@ -25,6 +25,8 @@ from typing import Any, Final
 import voluptuous as vol
 import yaml
 
+from .settings import describe_invalid
+
 ENTITY_ID_RE: Final = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z0-9_]+$")
 
 DEFAULT_STATE: Final[dict[str, str]] = {
@@ -121,10 +123,8 @@ class Catalog:
         """Validate a parsed catalog document."""
         try:
             valid = CATALOG_SCHEMA(data)
-        except vol.MultipleInvalid as err:
-            raise CatalogError(_describe(err.errors[0])) from None
         except vol.Invalid as err:
-            raise CatalogError(_describe(err)) from None
+            raise CatalogError(describe_invalid(err, "catalog")) from None
         entities = []
         for item in valid["entities"]:
             domain = item["entity_id"].split(".", 1)[0]
@@ -185,8 +185,3 @@ class Catalog:
     def to_dict(self) -> dict[str, Any]:
         """The catalog in its file format."""
         return {"entities": [e.to_dict() for e in self]}
-
-
-def _describe(err: vol.Invalid) -> str:
-    path = ".".join(str(p) for p in err.path)
-    return f"catalog: {path}: {err.msg}" if path else f"catalog: {err.msg}"

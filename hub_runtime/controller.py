@@ -11,27 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-from typing import Final
 
 from .home import Outcome
+from .protocol import Controller
 
 _LOGGER = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S: Final = 5.0  # a controller's answer to one intent
 
-
-@dataclass(frozen=True)
-class Controller:
-    """A controller that executes the hub's intents."""
-
-    name: str = "Home Assistant"
-    timeout_s: float = DEFAULT_TIMEOUT_S
-
-    @property
-    def no_answer(self) -> str:
-        """What the hub says when the controller did not answer in time."""
-        return f"Sorry, {self.name} did not answer."
+def no_answer(controller: Controller) -> str:
+    """What the hub says when the controller did not answer in time."""
+    return f"Sorry, {controller.name} did not answer."
 
 
 class Results:
@@ -56,7 +45,7 @@ class Results:
         except TimeoutError:
             _LOGGER.warning("%s did not answer intent %s in %.1f s", controller.name, intent_id,
                             controller.timeout_s)
-            return Outcome(response=controller.no_answer, success=False)
+            return Outcome(response=no_answer(controller), success=False)
         finally:
             self._pending.pop(intent_id, None)
 

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
+from .agent import Agent
 from .audio.format import Int16Array, write_wav
 from .audio.synthetic import speak, speech_bounds_ms
-from .loop import DialogueLoop, Engines
+from .driver import drive
+from .engines import Engines
+from .events import EventLog
+from .loop import DialogueLoop
 from .pipeline import Clock
-from .runner import EventLog
 from .settings import Settings
 
 PAUSE_MS: Final = 700  # user pause after the hub falls silent
@@ -53,68 +55,49 @@ SCRIPT: Final = [
 ]
 
 
-async def _play(settings: Settings, lines: list[Line], realtime: bool) -> list[dict[str, Any]]:
+async def _play(settings: Settings, lines: list[Line], realtime: bool) -> tuple[list[dict[str, Any]], Int16Array]:
+    """Play the script through a loop; the events, and user and hub mixed on one track."""
     engines = await Engines.load(settings)
+    agent = await asyncio.to_thread(Agent.from_settings, settings)
     log = EventLog()
-    clock = Clock(realtime=realtime)
-    loop = DialogueLoop(settings, engines, clock=clock, events=log)
-    await loop.start()
+    loop = DialogueLoop(settings, engines, agent, clock=Clock(realtime=realtime), events=log)
     n, frame_ms = settings.audio.chunk_size, settings.frame_ms
-    user: list[Int16Array] = []
-    hub: list[Int16Array] = []
     pending = list(lines)
     current: Line | None = None
-    cursor = 0
-    quiet_ms = 0
-    i = 0
     last: Line | None = None
-    clock.start()
-    t0 = time.perf_counter()
+    cursor = quiet_ms = 0
+
+    def source(t: int) -> Int16Array | None:
+        nonlocal current, last, cursor, quiet_ms
+        hub_quiet = not (loop.replying or current is not None)
+        quiet_ms = quiet_ms + frame_ms if hub_quiet else 0
+        if t > MAX_DEMO_MS or (not pending and current is None and quiet_ms >= PAUSE_MS
+                               and _answered(log.events, last)):
+            return None
+        if current is None and pending:
+            nxt = pending[0]
+            speaking_since = _speaking_since(log.events)
+            if (nxt.interrupt and speaking_since is not None and t - speaking_since >= INTERRUPT_AFTER_MS) or (
+                    not nxt.interrupt and quiet_ms >= PAUSE_MS and _answered(log.events, last)):
+                current = last = pending.pop(0)
+                current.start_ms, cursor = t, 0
+                current.end_ms = t + speech_bounds_ms(current.audio)[1]
+        if current is None:
+            return np.zeros(n, np.int16)
+        frame = current.audio[cursor : cursor + n]
+        cursor += n
+        if cursor >= len(current.audio):
+            current = None
+        return np.pad(frame, (0, n - len(frame)))
+
     try:
-        while True:
-            t = i * frame_ms
-            clock.position_ms = t
-            if current is None and pending:
-                nxt = pending[0]
-                speaking_since = _speaking_since(log.events)
-                if nxt.interrupt and speaking_since is not None and \
-                        t - speaking_since >= INTERRUPT_AFTER_MS:
-                    current = pending.pop(0)
-                elif not nxt.interrupt and quiet_ms >= PAUSE_MS and _answered(log.events, last):
-                    current = pending.pop(0)
-                if current is not None:
-                    last = current
-                    current.start_ms, cursor = t, 0
-                    _s, e = speech_bounds_ms(current.audio)
-                    current.end_ms = t + e
-            if current is not None:
-                frame = current.audio[cursor : cursor + n]
-                cursor += n
-                if cursor >= len(current.audio):
-                    current = None
-                frame = np.pad(frame, (0, n - len(frame)))
-            else:
-                frame = np.zeros(n, np.int16)
-            out, heard = loop.tick(frame, clock.now_ms() if realtime else t)
-            user.append(heard)
-            hub.append(out)
-            i += 1
-            if realtime:
-                await asyncio.sleep(max(0.0, t0 + i * frame_ms / 1000 - time.perf_counter()))
-            else:
-                await loop.pipeline.wait_idle()
-            hub_quiet = not (loop.output.busy or loop.state.replying or current is not None)
-            quiet_ms = quiet_ms + frame_ms if hub_quiet else 0
-            if not pending and current is None and quiet_ms >= PAUSE_MS and \
-                    _answered(log.events, last):
-                break
-            if i * frame_ms > MAX_DEMO_MS:
-                break
+        await loop.start()
+        recording = await drive(loop, source, realtime=realtime)
     finally:
         await loop.stop()
-    mix = np.clip(np.concatenate(user).astype(np.int32) + np.concatenate(hub), -32768, 32767)
-    _play.mix = mix.astype(np.int16)  # type: ignore[attr-defined]
-    return log.events
+        await engines.close()
+    mix = recording.mic_audio.astype(np.int32) + recording.speaker_audio
+    return log.events, np.clip(mix, -32768, 32767).astype(np.int16)
 
 
 def _answered(events: list[dict[str, Any]], line: Line | None) -> bool:
@@ -143,10 +126,10 @@ def run_demo(settings: Settings, args: argparse.Namespace) -> int:
         line.audio = np.concatenate([speak(line.text, line.voice, speed=line.speed),
                                      np.zeros(160, np.int16)])
     print("Loading the models and playing the conversation in real time ...\n", flush=True)
-    events = asyncio.run(_play(settings, lines, realtime=not args.fast))
+    events, mix = asyncio.run(_play(settings, lines, realtime=not args.fast))
     _report(lines, events)
     out = Path(args.out)
-    write_wav(out, _play.mix)  # type: ignore[attr-defined]
+    write_wav(out, mix)
     print(f"\nThe whole conversation (user and hub) is in {out}")
     return 0
 

@@ -3,20 +3,29 @@
 Three kinds (as in Pipecat):
 
 * :class:`SystemFrame` — urgent, processed ahead of queued data and never dropped:
-  input audio, VAD events, partial transcripts, barge-in, interruption, errors.
+  input audio, VAD events, partial transcripts, barge-in, interruption, what the
+  speaker did, errors.
 * :class:`DataFrame` — ordered payload (transcripts, intents, reply text, TTS audio);
   dropped when the user interrupts.
 * :class:`ControlFrame` — ordered signals; dropped on interruption unless
   ``uninterruptible`` (the end of a session is).
+
+Facts cross the loop only as frames. The events other devices see are derived from them
+in one place (``events.py``); what the hub is doing is derived from them by one owner
+(``status.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .audio.format import AudioChunk
+from .audio.format import AudioChunk, Int16Array
+
+if TYPE_CHECKING:
+    from .nlu import Intent
 
 _ids = itertools.count(1)
 
@@ -25,7 +34,7 @@ _ids = itertools.count(1)
 class Frame:
     """Base of all frames; ``id`` is unique in the process."""
 
-    id: int = field(default_factory=lambda: next(_ids), init=False, repr=False)
+    id: int = field(default_factory=lambda: next(_ids), init=False, repr=False, compare=False)
 
 
 @dataclass
@@ -48,13 +57,17 @@ class ControlFrame(Frame):
 # -- audio in, VAD, ASR -------------------------------------------------------------------
 @dataclass
 class InputAudioFrame(SystemFrame):
-    """One microphone frame; VAD fills ``speech`` (raw decision) and ``probability``."""
+    """One microphone frame; VAD fills ``speech`` (gated decision) and ``probability``.
+
+    ``reference`` is what the speaker played in the same tick (the echo canceller's
+    reference; all zeros while the hub is silent).
+    """
 
     audio: AudioChunk
     t_ms: int
     speech: bool = False
     probability: float = 0.0
-    reference: Any = None  # int16 samples the speaker played in the same tick (for the AEC)
+    reference: Int16Array | None = None
 
 
 @dataclass
@@ -79,6 +92,13 @@ class WakeWordFrame(SystemFrame):
 
 
 @dataclass
+class SessionFrame(SystemFrame):
+    """Open (or close) a session from outside: speech is addressed to the hub without a wake word."""
+
+    open: bool = True
+
+
+@dataclass
 class PartialTranscriptFrame(SystemFrame):
     """The grammar tier's running hypothesis; ``complete`` if already a full command."""
 
@@ -88,7 +108,7 @@ class PartialTranscriptFrame(SystemFrame):
 
 @dataclass
 class EndOfTurnFrame(SystemFrame):
-    """Sent upstream by the turn stage: close the utterance (``discard`` a backchannel)."""
+    """Sent upstream by the turn stage: close the utterance (``discard``: not a turn to answer)."""
 
     discard: bool = False
     silence_ms: int = 0
@@ -106,22 +126,44 @@ class TranscriptFrame(DataFrame):
     tier: str
     confidence: float
     open_text: str = ""
+    grammar_text: str | None = None
+    grammar_confidence: float | None = None
 
 
 # -- understanding and replies -------------------------------------------------------------
 @dataclass
-class IntentFrame(DataFrame):
-    """A recognised intent with its targets, as acted on."""
+class SayFrame(DataFrame):
+    """Text the hub was asked to say (MQTT ``say``, a session's greeting); the router replies with it."""
 
-    intent: Any  # nlu.Intent
-    source: str
+    text: str
+
+
+@dataclass
+class IntentFrame(DataFrame):
+    """A recognised intent, published before it is carried out (a controller may execute it)."""
+
+    intent: Intent
+    intent_id: str
+    source: str  # grammar | llm
+    text: str = ""
+    confidence: float = 1.0
+    call: str | None = None  # the LLM's call, as it wrote it
 
 
 @dataclass
 class SpeakFrame(DataFrame):
-    """Text for the hub to say."""
+    """One piece of reply text for the voice."""
 
     text: str
+
+
+@dataclass
+class ResponseFrame(DataFrame):
+    """The whole reply to a turn, after its SpeakFrames (empty when nothing is said)."""
+
+    text: str
+    source: str | None = None  # grammar | llm | None (nothing matched)
+    expects_reply: bool = False  # the reply asks the user something
 
 
 @dataclass
@@ -132,6 +174,50 @@ class TTSAudioFrame(DataFrame):
     utterance: int
     text: str = ""
     last: bool = False
+
+
+# -- what the speaker did (the output stage announces these, upstream and downstream) --------
+@dataclass
+class BotStartedSpeakingFrame(SystemFrame):
+    """The first sample of an utterance reached the speaker."""
+
+    utterance: int
+
+
+@dataclass
+class BotStoppedSpeakingFrame(SystemFrame):
+    """The last sample of an utterance was played; ``drained``: nothing more is queued."""
+
+    utterance: int
+    text: str = ""
+    drained: bool = True
+
+
+@dataclass
+class SpokenFrame(SystemFrame):
+    """Words the speaker actually played: a sentence, or the part of one before a cut."""
+
+    text: str
+
+
+@dataclass
+class PlaybackPausedFrame(SystemFrame):
+    """Playback paused for a barge-in (``playing``: audio was playing)."""
+
+    onset_ms: int
+    playing: bool
+
+
+@dataclass
+class PlaybackResumedFrame(SystemFrame):
+    """Playback resumed after a backchannel."""
+
+
+@dataclass
+class PlaybackCancelledFrame(SystemFrame):
+    """The reply was dropped for good after ``played_ms`` of it."""
+
+    played_ms: int
 
 
 # -- barge-in --------------------------------------------------------------------------------
@@ -151,10 +237,10 @@ class ResumeFrame(SystemFrame):
 class InterruptionFrame(SystemFrame):
     """The user took the turn: cancel in-flight work, flush queued data, stop playback.
 
-    ``done`` (optional) is set once the frame has passed the last stage.
+    ``done`` (optional) is set once the frame has passed the last stage, or could not.
     """
 
-    done: Any = field(default=None, compare=False, repr=False)  # asyncio.Event
+    done: asyncio.Event | None = field(default=None, compare=False, repr=False)
 
 
 # -- errors and life cycle -------------------------------------------------------------------

@@ -1,5 +1,8 @@
-"""Acting on intents in standalone mode: the catalog is changed in memory, and the reply
-comes from the intents' own response templates (Jinja2, as Home Assistant renders them)."""
+"""Acting on intents in standalone mode.
+
+The catalog is changed in memory, and the reply comes from the intents' own response
+templates (Jinja2, as Home Assistant renders them).
+"""
 
 from __future__ import annotations
 

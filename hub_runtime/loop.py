@@ -1,134 +1,89 @@
-"""One dialogue loop (one room) as a plain list of stages, and the engines loops share.
+"""One dialogue loop (one room) as a plain list of stages, and the narrow interface of its edges.
 
-    mic ─► [wake] ─► vad ─► asr ─► turn ─► router ─► tts ─► output ─► speaker
-                             ▲       │ EndOfTurn (upstream)
-                             └───────┘
+    mic ─► [aec] ─► [wake] ─► vad ─► asr ─► turn ─► router ─► tts ─► output ─► speaker
+                                      ▲       │ EndOfTurn (upstream)
+                                      └───────┘
+    observers of every frame: events (events.py), dialogue state (status.py)
 
-A process may run several loops (one per satellite) over one :class:`Engines`
-(the agent, Whisper and the voice are loaded once).
+The edges — the audio device or a file, MQTT, the CLI, a satellite link — use only
+:meth:`DialogueLoop.tick` and the methods under "the edges"; the stages are internal.
+A process may run several loops (one per room) over one :class:`~.engines.Engines` and
+one :class:`~.agent.Agent`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Final
 
 import numpy as np
 
 from .agent import Agent
 from .audio.format import AudioChunk, Int16Array
-from .engines.piper import EspeakSynth, PiperSynth
-from .engines.speex_aec import EchoCancellerUnavailable
-from .engines.vad import make_scorer
-from .engines.whisper import WhisperTranscriber
-from .frames import InputAudioFrame, InterruptionFrame, SpeakFrame
-from .llm.engine import Engine, EngineError
-from .pipeline import Clock, EventSink, Pipeline, Stage
+from .audio.synthetic import EchoRoom
+from .catalog import Catalog
+from .engines import Engines, make_echo_canceller, make_scorer, make_wake_word
+from .events import EventObserver, EventSink
+from .frames import InputAudioFrame, InterruptionFrame, SayFrame, SessionFrame
+from .home import Outcome
+from .nlu import Intent
+from .pipeline import Clock, Pipeline, Stage
+from .protocol import Controller, IntentResult, Status
 from .settings import Settings
 from .stages.aec import AecStage
 from .stages.asr import AsrStage
 from .stages.output import OutputStage
 from .stages.router import RouterStage
-from .stages.state import DialogueState
-from .stages.tts import Synth, TtsStage
-from .stages.turn import TurnStage
+from .stages.tts import TtsStage
+from .stages.turn import Session, TurnStage
 from .stages.vad import VadStage
 from .stages.wake import WakeWordStage
-
-if TYPE_CHECKING:
-    from .llm.dialogue import LlmDialogue
+from .status import DialogueTracker
+from .understanding import Recognized, Reply, Understanding
 
 _LOGGER = logging.getLogger(__name__)
 
-
-@dataclass
-class Engines:
-    """What every loop of a process shares."""
-
-    agent: Agent
-    whisper: WhisperTranscriber | None
-    synth: Synth
-    llm: Engine | None = None  # the LLM engine (None: grammar only)
-
-    @classmethod
-    async def load(cls, settings: Settings) -> Engines:
-        """Load the catalog, grammar, Whisper and the voice (in worker threads, in parallel)."""
-        agent_t = asyncio.to_thread(Agent.from_settings, settings)
-        whisper_t = (
-            asyncio.to_thread(WhisperTranscriber, settings.asr.whisper_model,
-                              threads=settings.hardware.num_threads,
-                              beam_size=settings.asr.beam_size)
-            if settings.asr.second_tier == "whisper" else asyncio.sleep(0, None)
-        )
-        if settings.tts.engine == "piper":
-            synth_t: Any = asyncio.to_thread(PiperSynth, settings.tts.voice,
-                                             length_scale=settings.tts.length_scale)
-        else:
-            synth_t = asyncio.sleep(0, EspeakSynth())
-        llm_t = asyncio.to_thread(_load_llm, settings) if settings.llm.enabled else asyncio.sleep(0, None)
-        agent, whisper, synth, llm = await asyncio.gather(agent_t, whisper_t, synth_t, llm_t)
-        return cls(agent=agent, whisper=whisper, synth=synth, llm=llm)
-
-
-def _load_llm(settings: Settings) -> Engine | None:
-    """The LLM engine; without a model (and none configured) the hub runs on the grammar alone."""
-    from .llm.dialogue import load_engine
-
-    try:
-        return load_engine(settings)
-    except EngineError as err:
-        if settings.model.path or settings.llm.engine == "remote":
-            raise
-        _LOGGER.warning("no LLM (%s): the hub answers home commands only", err)
-        return None
+INTERRUPT_TIMEOUT_S: Final = 2.0  # an interruption passes every stage within this
+FAILED_RESULT: Final = "Sorry, that did not work."
 
 
 class DialogueLoop:
     """The stages of one room's conversation, driven one audio frame per tick."""
 
-    def __init__(self, settings: Settings, engines: Engines, *, clock: Clock,
+    def __init__(self, settings: Settings, engines: Engines, agent: Agent, *, clock: Clock,
                  events: EventSink) -> None:
-        """Build the stages for these settings."""
+        """Build the stages for these settings; events go to ``events``."""
         self.settings = settings
+        self.agent = agent
+        self.clock = clock
         frame_ms = settings.frame_ms
-        self.state = DialogueState(
-            wake_word=settings.wake_word.enabled,
-            session_timeout_ms=int(settings.wake_word.session_timeout_s * 1000),
-        )
+        self.tracker = DialogueTracker(clock, events)
+        self.understanding = Understanding.build(settings, agent, engines.llm)
+        self.asr = AsrStage(agent, settings.asr, frame_ms=frame_ms, whisper=engines.whisper)
+        self.output = OutputStage()
         a = settings.audio
         stages: list[Stage] = []
-        if a.echo_cancel:
-            try:
-                stages.append(AecStage(a.chunk_size))
-            except EchoCancellerUnavailable as err:
-                _LOGGER.warning("echo cancellation unavailable: %s", err)
-        if settings.wake_word.enabled:
-            stages.append(WakeWordStage(settings.wake_word.model))
-        self.asr = AsrStage(engines.agent, settings.asr, frame_ms=frame_ms,
-                            whisper=engines.whisper)
-        self.output = OutputStage(self.state, volume=settings.tts.volume)
-        self.llm: LlmDialogue | None = None
-        if engines.llm is not None and settings.llm.enabled:
-            from .llm.dialogue import LlmDialogue
-
-            self.llm = LlmDialogue(settings, engines.llm, engines.agent, spoken=self.state.spoken)
-        self.router = RouterStage(engines.agent, self.state, self.llm, prefer_local=settings.llm.prefer_local)
+        if (canceller := make_echo_canceller(settings)) is not None:
+            stages.append(AecStage(canceller))
+        if (detector := make_wake_word(settings)) is not None:
+            stages.append(WakeWordStage(detector))
+        session = Session(wake_word=settings.wake_word.enabled,
+                          timeout_ms=int(settings.wake_word.session_timeout_s * 1000))
         stages += [
-            VadStage(make_scorer(a.vad_engine, a.vad_aggressiveness), threshold=a.vad_threshold,
-                     start_ms=a.vad_start_ms, stop_ms=a.vad_stop_ms, frame_ms=frame_ms),
+            VadStage(make_scorer(settings), threshold=a.vad_threshold, start_ms=a.vad_start_ms,
+                     stop_ms=a.vad_stop_ms, frame_ms=frame_ms),
             self.asr,
-            TurnStage(settings.turn, self.state, frame_ms=frame_ms),
-            self.router,
+            TurnStage(settings.turn, self.tracker, frame_ms=frame_ms, session=session),
+            RouterStage(self.understanding),
             TtsStage(engines.synth),
             self.output,
         ]
-        self.pipeline = Pipeline(stages, clock=clock, events=events)
-        self.state.on_activity = lambda activity: self.pipeline.emit("state", state=activity.value)
-        self.clock = clock
+        self.pipeline = Pipeline(stages, clock=clock, observers=[EventObserver(clock, events), self.tracker])
         self.chunk = a.chunk_size
-        self.muted = False  # MQTT mute: the microphone feeds silence
+        self._muted = False
+        self._volume = settings.tts.volume
 
     async def start(self) -> None:
         """Start every stage."""
@@ -146,66 +101,101 @@ class DialogueLoop:
         (what the speaker played, what the microphone heard).
         """
         speaker = self.output.read_frame(self.chunk)
-        if self.muted:
+        if self._volume != 1.0:
+            speaker = np.clip(speaker * self._volume, -32768, 32767).astype(np.int16)
+        if self._muted:
             mic = np.zeros_like(mic)
         if room is not None:
             mic = room.mix(mic, speaker)
         self.pipeline.push(InputAudioFrame(audio=AudioChunk(mic), t_ms=t_ms, reference=speaker))
         return speaker, mic
 
-    def say(self, text: str) -> None:
-        """Speak text after whatever is being said (as from the MQTT ``say`` topic)."""
-        self.router.enqueue(SpeakFrame(text=text))
-
-    async def interrupt(self) -> None:
-        """Stop the reply for good, as a barge-in does, and wait until every stage has."""
-        done = asyncio.Event()
-        self.router.enqueue(InterruptionFrame(done=done))
-        await done.wait()
-
-    async def say_now(self, text: str) -> None:
-        """Interrupt whatever is being said, then speak text."""
-        if self.busy:
-            await self.interrupt()
-        self.say(text)
-
-    def set_volume(self, volume: float) -> None:
-        """Speaker gain (0 silent, 1 as synthesised)."""
-        self.output.volume = volume
+    @property
+    def replying(self) -> bool:
+        """Whether a reply is being made or played."""
+        return self.tracker.replying
 
     @property
     def busy(self) -> bool:
-        """Whether anything is queued, running, or still to be played."""
-        return self.pipeline.pending > 0 or self.output.busy or self.state.replying
+        """Whether a frame is queued, work runs, or a reply is being made or played."""
+        return self.pipeline.pending > 0 or self.tracker.replying
 
+    # -- the edges ---------------------------------------------------------------------------
+    def say(self, text: str) -> None:
+        """Speak text after what is being said; it enters at the head of the loop like any input."""
+        self.pipeline.push(SayFrame(text=text))
 
-class EchoRoom:
-    """A simulated room: the speaker's output comes back into the mic, delayed and scaled."""
+    async def say_now(self, text: str) -> None:
+        """Stop what is being said (and any reply being made), then speak text."""
+        if self.tracker.replying:
+            await self.interrupt()
+        self.say(text)
 
-    def __init__(self, delay_ms: int, gain: float, chunk: int) -> None:
-        """Delay in ms, linear gain."""
-        self.gain = gain
-        self._line = np.zeros(delay_ms * 16 + chunk, dtype=np.float32)
-        self._delay = delay_ms * 16
+    async def interrupt(self) -> None:
+        """Stop the reply for good, as a barge-in does; wait (bounded) until every stage has."""
+        done = asyncio.Event()
+        self.pipeline.push(InterruptionFrame(done=done))
+        try:
+            async with asyncio.timeout(INTERRUPT_TIMEOUT_S):
+                await done.wait()
+        except TimeoutError:
+            _LOGGER.warning("an interruption did not pass every stage in %.1f s", INTERRUPT_TIMEOUT_S)
 
-    def mix(self, mic: Int16Array, speaker: Int16Array) -> Int16Array:
-        """Add the delayed speaker to this mic frame."""
-        n = len(speaker)
-        self._line = np.concatenate([self._line[n:], speaker.astype(np.float32)])
-        start = len(self._line) - self._delay - n
-        echo = self._line[start : start + n] * self.gain
-        return np.clip(mic.astype(np.float32) + echo, -32768, 32767).astype(np.int16)
+    def mute(self, muted: bool) -> None:
+        """Cut the microphone (it hears silence) or restore it."""
+        self._muted = muted
 
+    def set_volume(self, volume: float) -> None:
+        """Speaker gain (0 silent, 1 as synthesised)."""
+        self._volume = volume
 
-def parse_echo(spec: str | None) -> tuple[int, float] | None:
-    """``DELAY_MS:GAIN`` → (delay, gain); raises ValueError naming what is wrong."""
-    if spec is None:
-        return None
-    try:
-        delay_s, gain_s = spec.split(":")
-        delay, gain = int(delay_s), float(gain_s)
-    except ValueError:
-        raise ValueError(f"--echo {spec!r}: expected DELAY_MS:GAIN, e.g. 40:0.3") from None
-    if not 0 <= delay <= 2000 or not 0.0 <= gain <= 4.0:
-        raise ValueError(f"--echo {spec!r}: delay 0..2000 ms, gain 0..4")
-    return delay, gain
+    def open_session(self, open_: bool = True) -> None:
+        """Open (or close) a session: speech is addressed to the hub without the wake word."""
+        self.pipeline.push(SessionFrame(open=open_))
+
+    def status(self) -> Status:
+        """What the hub is doing, whether it is muted, its volume."""
+        return Status(state=self.tracker.state, muted=self._muted, volume=self._volume,
+                      site=self.settings.site_id)
+
+    async def set_catalog(self, catalog: Catalog) -> bool:
+        """Take a new catalog (rebuilt off the loop; no audio is dropped); True when the names changed."""
+        rebuilt = await self.agent.set_catalog(catalog, self.settings)
+        if rebuilt:
+            await self.asr.reload()
+        return rebuilt
+
+    async def ask(self, text: str, *, delegate: bool,
+                  on_intent: Callable[[Recognized], None] | None = None) -> Reply:
+        """Answer text as if spoken, without speaking (``ask``): the same understanding as speech."""
+        return await self.understanding.answer(text, delegate=delegate, on_intent=on_intent)
+
+    def set_controller(self, controller: Controller | None) -> None:
+        """Who carries out intents: a controller (Home Assistant), or None for the hub itself."""
+        self.agent.controller = controller
+        _LOGGER.info("intents are executed by %s", controller.name if controller else "the hub (standalone)")
+
+    def take_result(self, result: IntentResult) -> bool:
+        """A controller's outcome of an intent: to the turn waiting for it, else said now.
+
+        False (dropped) for an unsolicited result naming entities the catalog does not know.
+        """
+        text = result.text or ("" if result.success else FAILED_RESULT)
+        outcome = Outcome(response=text, changed=list(result.targets), success=result.success)
+        if self.agent.results.resolve(result.id, outcome):
+            return True
+        if any(self.agent.model.catalog.get(e) is None for e in result.targets):
+            return False
+        if text:
+            self.say(text)
+        return True
+
+    def recognize(self, text: str) -> Intent | None:
+        """The grammar's intent for text, without acting (Hermes ``nlu/query``)."""
+        return self.agent.recognize(text)
+
+    def camera_event(self, payload: bytes) -> None:
+        """A camera's event for the LLM's scene (Frigate); ValueError for anything else."""
+        if self.understanding.llm is not None:
+            self.understanding.llm.scene.update(payload)
+

@@ -12,6 +12,7 @@ import hassil
 from .catalog import Catalog, Entity
 from .grammar import HomeGrammar
 from .grammar.automaton import _ONES, _TENS
+from .protocol import IntentData
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -85,9 +86,13 @@ class Intent:
     error: str | None = None  # why the targets could not be resolved
     error_args: dict[str, Any] = field(default_factory=dict)
 
+    def to_data(self) -> IntentData:
+        """The intent as it goes over MQTT."""
+        return IntentData(name=self.name, slots=dict(self.slots), targets=tuple(self.targets))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by ``ask`` and the events."""
-        return {"name": self.name, "slots": dict(self.slots), "targets": list(self.targets)}
+        return self.to_data().to_dict()
 
 
 class Nlu:

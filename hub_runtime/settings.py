@@ -15,8 +15,9 @@ from typing import Any, Final, TypeVar
 import voluptuous as vol
 import yaml
 
-SAMPLE_RATE: Final = 16000  # Hz, the loop's internal rate
-SAMPLES_PER_10MS: Final = SAMPLE_RATE // 100
+from .audio.format import RATE
+
+SAMPLES_PER_10MS: Final = RATE // 100
 PACKAGE_CONFIG: Final = Path(__file__).resolve().parent / "data"
 DEFAULT_CATALOG: Final = PACKAGE_CONFIG / "catalog.yaml"
 
@@ -217,7 +218,7 @@ class Settings:
     @property
     def frame_ms(self) -> int:
         """Frame length in milliseconds."""
-        return self.audio.chunk_size * 1000 // SAMPLE_RATE
+        return self.audio.chunk_size * 1000 // RATE
 
 
 SCHEMA: Final = vol.Schema(
@@ -346,7 +347,19 @@ _SECTIONS: Final = {
 _T = TypeVar("_T")
 
 
-def _describe(err: vol.Invalid, data: Any) -> str:
+def describe_invalid(err: vol.Invalid, root: str = "") -> str:
+    """One line for a voluptuous error: the key path, then what is wrong."""
+    if isinstance(err, vol.MultipleInvalid):
+        err = err.errors[0]
+    path = ".".join(str(p) for p in err.path)
+    if root:
+        return f"{root}: {path}: {err.msg}" if path else f"{root}: {err.msg}"
+    return f"{path}: {err.msg}" if path else err.msg
+
+
+def _describe(err: vol.Invalid) -> str:
+    if isinstance(err, vol.MultipleInvalid):
+        err = err.errors[0]
     path = ".".join(str(p) for p in err.path)
     msg = err.msg
     if msg == "extra keys not allowed":
@@ -355,12 +368,12 @@ def _describe(err: vol.Invalid, data: Any) -> str:
         allowed = (
             [f.name for f in fields(section)]
             if section
-            else [k.schema for k in SCHEMA.schema]  # type: ignore[attr-defined]
+            else [k.schema for k in SCHEMA.schema]
         )
         return f"{path}: unknown key (allowed: {', '.join(sorted(map(str, allowed)))})"
     if msg.startswith("expected a dictionary"):
         return f"{path or 'config'}: is not a mapping of keys"
-    return f"{path}: {msg}" if path else msg
+    return describe_invalid(err)
 
 
 def _section(cls: type[_T], values: dict[str, Any]) -> _T:
@@ -373,10 +386,8 @@ def parse(data: Any, *, base_dir: Path | None = None) -> Settings:
         data = {}
     try:
         valid = SCHEMA(data)
-    except vol.MultipleInvalid as err:
-        raise SettingsError(_describe(err.errors[0], data)) from None
     except vol.Invalid as err:
-        raise SettingsError(_describe(err, data)) from None
+        raise SettingsError(_describe(err)) from None
     kwargs: dict[str, Any] = {name: _section(cls, valid[name]) for name, cls in _SECTIONS.items()}
     for key in ("language", "site_id", "site_area", "catalog"):
         if key in valid:

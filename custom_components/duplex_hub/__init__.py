@@ -23,6 +23,7 @@ from .const import (
     DOMAIN,
 )
 from .hub import HubClient
+from .protocol import CATALOG, CONTROLLER, Topics
 
 _LOGGER = logging.getLogger(__name__)
 PLATFORMS = [Platform.CONVERSATION, Platform.SENSOR, Platform.SWITCH]
@@ -95,9 +96,9 @@ async def async_unload_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry) -
 
 async def async_remove_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry) -> None:
     """Clear what we left retained for the hub (controller and catalog)."""
-    base = entry.data[CONF_BASE_TOPIC]
+    topics = Topics(entry.data[CONF_BASE_TOPIC])
     try:
-        for relative in ("controller", "catalog"):
-            await mqtt.async_publish(hass, f"{base}/{relative}", "", qos=1, retain=True)
+        for relative in (CONTROLLER, CATALOG):
+            await mqtt.async_publish(hass, topics(relative), "", qos=1, retain=True)
     except HomeAssistantError as err:  # MQTT is gone too: the retained messages stay
-        _LOGGER.warning("could not clear the retained messages of %s: %s", base, err)
+        _LOGGER.warning("could not clear the retained messages of %s: %s", topics.base, err)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from typing import Any, Final
@@ -24,9 +23,8 @@ from .const import (
     CONF_NAME,
     CONF_PREFER_LOCAL,
     DOMAIN,
-    SUPPORTED_INTENTS,
-    TOPIC_ROOT,
 )
+from .protocol import ONLINE, SUPPORTED_INTENTS, BadPayload, Discovery, Topics, discovery_topic
 
 _LOGGER = logging.getLogger(__name__)
 ANNOUNCEMENT_GRACE_S: Final = 0.5  # the announcement may trail the availability
@@ -40,14 +38,14 @@ def parse_target(value: str) -> tuple[str, str] | None:
         hub_id = value.rsplit("/", 1)[1]
         base = value
     else:
-        hub_id, base = value, f"{TOPIC_ROOT}/{value}"
+        hub_id, base = value, Topics.for_hub(value).base
     if not HUB_ID.match(hub_id) or any(c in base for c in "+#") or " " in base:
         return None
     return hub_id, base
 
 
-async def async_probe(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str | None, dict[str, Any]]:
-    """The hub's retained availability (None when there is none) and its discovery payload."""
+async def async_probe(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str | None, Discovery | None]:
+    """The hub's retained availability (None when there is none) and its announcement."""
     got: dict[str, Any] = {}
     arrived, announced = asyncio.Event(), asyncio.Event()
 
@@ -59,15 +57,13 @@ async def async_probe(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str 
     @callback
     def on_discovery(msg: mqtt.ReceiveMessage) -> None:
         try:
-            data = json.loads(msg.payload)
-        except (TypeError, ValueError):
+            got["discovery"] = Discovery.from_json(msg.payload)
+        except BadPayload:
             return
-        if isinstance(data, dict):
-            got["discovery"] = data
-            announced.set()
+        announced.set()
 
-    unsubs = [await mqtt.async_subscribe(hass, f"{TOPIC_ROOT}/discovery/{hub_id}", on_discovery),
-              await mqtt.async_subscribe(hass, f"{base}/availability", on_availability)]
+    unsubs = [await mqtt.async_subscribe(hass, discovery_topic(hub_id), on_discovery),
+              await mqtt.async_subscribe(hass, Topics(base).availability, on_availability)]
     try:
         async with asyncio.timeout(AVAILABILITY_TIMEOUT_S):
             await arrived.wait()
@@ -78,15 +74,15 @@ async def async_probe(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str 
     finally:
         for unsub in unsubs:
             unsub()
-    return got.get("availability"), got.get("discovery", {})
+    return got.get("availability"), got.get("discovery")
 
 
-async def async_check_online(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str | None, dict[str, Any]]:
+async def async_check_online(hass: HomeAssistant, hub_id: str, base: str) -> tuple[str | None, Discovery | None]:
     """The form error (``hub_not_found`` / ``hub_offline``) or None, and the announcement."""
     availability, info = await async_probe(hass, hub_id, base)
     if availability is None:
         return "hub_not_found", info
-    return (None if availability == "online" else "hub_offline"), info
+    return (None if availability == ONLINE else "hub_offline"), info
 
 
 class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
@@ -107,13 +103,11 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
     async def async_step_mqtt(self, discovery_info: MqttServiceInfo) -> ConfigFlowResult:
         """A hub's retained announcement on ``duplex_hub/discovery/<id>``."""
         try:
-            data = json.loads(discovery_info.payload)
-        except (TypeError, ValueError):
+            info = Discovery.from_json(discovery_info.payload)
+        except BadPayload:
             return self.async_abort(reason="invalid_discovery_info")
-        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-            return self.async_abort(reason="invalid_discovery_info")
-        target = parse_target(str(data.get("base_topic") or data["id"]))
-        if target is None or target[0] != data["id"]:
+        target = parse_target(info.base_topic or info.id)
+        if target is None or target[0] != info.id:
             return self.async_abort(reason="invalid_discovery_info")
         hub_id, base = target
         await self.async_set_unique_id(hub_id)
@@ -121,7 +115,7 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
         self._abort_if_unique_id_configured(  # reload only when the hub moved to another topic
             updates={CONF_BASE_TOPIC: base},
             reload_on_update=known is not None and known.data.get(CONF_BASE_TOPIC) != base)
-        name = str(data.get("name") or hub_id)
+        name = info.name or hub_id
         self._hub = {CONF_HUB_ID: hub_id, CONF_BASE_TOPIC: base, CONF_NAME: name}
         self.context["title_placeholders"] = {"name": name}
         return await self.async_step_confirm()
@@ -151,7 +145,7 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
                 if error:
                     errors["base"] = error
                 else:
-                    name = str(info.get("name") or hub_id)
+                    name = (info.name if info else "") or hub_id
                     return self.async_create_entry(title=name, data={
                         CONF_HUB_ID: hub_id, CONF_BASE_TOPIC: base, CONF_NAME: name})
         return self.async_show_form(

@@ -76,9 +76,9 @@ class DuplexHubAgent(DuplexHubEntity, conversation.ConversationEntity):
         except ConnectionError:
             return error_response(language, intent.IntentResponseErrorCode.UNKNOWN,
                                   f"{hub.name} is offline")
-        said = answer.get("response") if isinstance(answer.get("response"), str) else None
-        hub_intent = answer.get("intent")
-        if not isinstance(hub_intent, dict):
+        said = answer.response or None
+        hub_intent = answer.intent
+        if hub_intent is None:
             response = intent.IntentResponse(language=language)
             response.async_set_speech(said or "Sorry, I couldn't understand that")
             return response

@@ -21,7 +21,7 @@ async def async_get_config_entry_diagnostics(hass: HomeAssistant,
         "entry": {"data": dict(entry.data), "options": dict(entry.options)},
         "hub": {
             "available": hub.available,
-            "announcement": hub.info,
+            "announcement": hub.info.to_dict() if hub.info else None,
             "activity": hub.activity,
             "muted": hub.muted,
             "volume": hub.volume,

@@ -22,8 +22,8 @@ class DuplexHubEntity(Entity):
         self._attr_translation_key = key
         self._attr_device_info = DeviceInfo(
             identifiers={(DOMAIN, hub.hub_id)}, name=hub.name, manufacturer="Duplex Hub",
-            model="Duplex Hub", sw_version=hub.info.get("version"),
-            suggested_area=hub.info.get("site"))
+            model="Duplex Hub", sw_version=hub.info.version if hub.info else None,
+            suggested_area=hub.info.site if hub.info else None)
 
     @property
     def available(self) -> bool:

@@ -29,14 +29,8 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.debounce import Debouncer
 from homeassistant.util import ulid as ulid_util
 
-from .const import (
-    ASK_TIMEOUT_S,
-    CATALOG_COOLDOWN_S,
-    DOMAIN,
-    RESULT_TIMEOUT_S,
-    SEEN_INTENTS,
-    SUPPORTED_INTENTS,
-)
+from . import protocol as p
+from .const import ASK_TIMEOUT_S, CATALOG_COOLDOWN_S, DOMAIN, RESULT_TIMEOUT_S, SEEN_INTENTS
 from .intents import async_execute, failed, speech_of, targets_of
 
 _LOGGER = logging.getLogger(__name__)
@@ -88,10 +82,10 @@ class HubClient:
         """A client for the hub at ``base_topic``; nothing is subscribed until setup."""
         self.hass = hass
         self.hub_id = hub_id
-        self.base = base_topic.rstrip("/")
+        self.topics = p.Topics(base_topic.rstrip("/"))
         self.name = name
         self.language = language
-        self.allowed = list(allowed_intents) if allowed_intents else list(SUPPORTED_INTENTS)
+        self.allowed = list(allowed_intents) if allowed_intents else list(p.SUPPORTED_INTENTS)
         self.prefer_local = prefer_local
         self.options: dict[str, Any] = {}  # the entry options this client was made with
         self.available = False
@@ -100,10 +94,10 @@ class HubClient:
         self.volume: float | None = None
         self.last_transcript: str | None = None
         self.last_latency_ms: int | None = None
-        self.info: dict[str, Any] = {}
+        self.info: p.Discovery | None = None
         self.counts = {"intents": 0, "results": 0, "asks": 0, "dropped": 0, "catalogs": 0}
         self._speech_end_ms: int | None = None
-        self._asks: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._asks: dict[str, asyncio.Future[p.AskResponse]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._listeners: list[CALLBACK_TYPE] = []
         self._unsubs: list[CALLBACK_TYPE] = []
@@ -112,20 +106,17 @@ class HubClient:
         self.catalog_ids: set[str] = set()  # what the hub was last sent
         self._debouncer: Debouncer[Any] | None = None
 
-    def topic(self, relative: str) -> str:
-        """A topic under the hub's base."""
-        return f"{self.base}/{relative}"
-
     # -- life cycle ---------------------------------------------------------------------
     async def async_start(self) -> None:
         """Subscribe (once), announce ourselves as controller, publish the catalog."""
+        t = self.topics
         subs: list[tuple[str, Callable[[mqtt.ReceiveMessage], None]]] = [
-            (self.topic("availability"), self._on_availability),
-            (self.topic("state"), self._on_state),
-            (self.topic("intent"), self._on_intent),
-            (self.topic("ask/response"), self._on_ask_response),
-            (self.topic("event/+"), self._on_event),
-            (f"duplex_hub/discovery/{self.hub_id}", self._on_discovery),
+            (t.availability, self._on_availability),
+            (t.state, self._on_state),
+            (t.intent, self._on_intent),
+            (t.ask_response, self._on_ask_response),
+            (t.events, self._on_event),
+            (p.discovery_topic(self.hub_id), self._on_discovery),
         ]
         for topic, handler in subs:
             self._unsubs.append(await mqtt.async_subscribe(self.hass, topic, handler, qos=1))
@@ -137,9 +128,8 @@ class HubClient:
             self._unsubs.append(self.hass.bus.async_listen(event, self._on_registry_changed))
         self._unsubs.append(async_listen_entity_updates(self.hass, conversation.DOMAIN,
                                                         self._schedule_catalog))
-        await mqtt.async_publish(self.hass, self.topic("controller"),
-                                 json.dumps({"name": "Home Assistant", "timeout_s": RESULT_TIMEOUT_S}),
-                                 qos=1, retain=True)
+        await self._send(p.CONTROLLER, p.Controller(name="Home Assistant", timeout_s=RESULT_TIMEOUT_S),
+                         retain=True)
         await self.async_publish_catalog()
 
     async def async_stop(self) -> None:
@@ -155,7 +145,12 @@ class HubClient:
         for future in self._asks.values():
             future.cancel()
         self._asks.clear()
-        await mqtt.async_publish(self.hass, self.topic("controller"), "", qos=1, retain=True)
+        await self._send(p.CONTROLLER, None, retain=True)
+
+    async def _send(self, relative: str, message: p.Message | None, *, retain: bool = False) -> None:
+        """Publish a command to the hub (None: an empty payload)."""
+        payload = message.to_json() if message is not None else ""
+        await mqtt.async_publish(self.hass, self.topics(relative), payload, qos=1, retain=retain)
 
     # -- listeners (entities) -------------------------------------------------------------
     @callback
@@ -177,13 +172,14 @@ class HubClient:
     async def async_publish_catalog(self) -> None:
         """Publish the exposed entities, retained, when they differ from the last sent."""
         entities = build_catalog(self.hass)
-        payload = json.dumps({"entities": entities}, ensure_ascii=False, separators=(",", ":"))
+        message = p.CatalogMessage(entities=entities)
+        payload = message.to_json()
         if payload == self._catalog_sent:
             return
         self._catalog_sent = payload
         self.catalog_ids = {e["entity_id"] for e in entities}
         self.counts["catalogs"] += 1
-        await mqtt.async_publish(self.hass, self.topic("catalog"), payload, qos=1, retain=True)
+        await self._send(p.CATALOG, message, retain=True)
 
     @callback
     def _schedule_catalog(self) -> None:
@@ -203,23 +199,16 @@ class HubClient:
         self._schedule_catalog()
 
     # -- from the hub -------------------------------------------------------------------
-    @staticmethod
-    def _json(msg: mqtt.ReceiveMessage) -> Any:
-        try:
-            return json.loads(msg.payload)
-        except (TypeError, ValueError):
-            return None
-
     def _drop(self, msg: mqtt.ReceiveMessage, why: str) -> None:
         self.counts["dropped"] += 1
         _LOGGER.warning("dropped a message on %s: %s", msg.topic, why)
 
     @callback
     def _on_availability(self, msg: mqtt.ReceiveMessage) -> None:
-        available = msg.payload == "online"
+        available = msg.payload == p.ONLINE
         if available != self.available:
             self.available = available
-            _LOGGER.info("hub %s is %s", self.hub_id, "online" if available else "offline")
+            _LOGGER.info("hub %s is %s", self.hub_id, p.ONLINE if available else p.OFFLINE)
             if not available:
                 for future in self._asks.values():
                     if not future.done():
@@ -228,89 +217,91 @@ class HubClient:
 
     @callback
     def _on_state(self, msg: mqtt.ReceiveMessage) -> None:
-        data = self._json(msg)
-        if not isinstance(data, dict) or not isinstance(data.get("state"), str):
-            self._drop(msg, "not a state object")
+        try:
+            status = p.Status.from_json(msg.payload)
+        except p.BadPayload as err:
+            self._drop(msg, str(err))
             return
-        self.activity = data["state"]
-        self.muted = data.get("muted") if isinstance(data.get("muted"), bool) else None
-        self.volume = data.get("volume") if isinstance(data.get("volume"), (int, float)) else None
+        self.activity, self.muted, self.volume = status.state, status.muted, status.volume
         self._notify()
 
     @callback
     def _on_discovery(self, msg: mqtt.ReceiveMessage) -> None:
-        data = self._json(msg)
-        if isinstance(data, dict):
-            self.info = data
+        try:
+            self.info = p.Discovery.from_json(msg.payload)
+        except p.BadPayload:
+            return  # an empty payload clears a retained announcement
 
     @callback
     def _on_event(self, msg: mqtt.ReceiveMessage) -> None:
-        data = self._json(msg)
-        if not isinstance(data, dict):
-            self._drop(msg, "not a JSON object")
+        try:
+            event = p.event_from_json(msg.payload)
+        except p.BadPayload as err:
+            if msg.topic.endswith("/" + p.CatalogApplied.type):
+                return
+            self._drop(msg, str(err))
             return
-        kind, t_ms = data.get("type"), data.get("t_ms")
-        if kind == "transcript" and isinstance(data.get("text"), str) and data["text"]:
-            self.last_transcript = data["text"]
+        if isinstance(event, p.Transcript) and event.text:
+            self.last_transcript = event.text
             self._notify()
-        elif kind == "speech_end" and isinstance(t_ms, int):
-            self._speech_end_ms = t_ms
-        elif kind == "tts_start" and isinstance(t_ms, int) and self._speech_end_ms is not None:
-            self.last_latency_ms = max(0, t_ms - self._speech_end_ms)
+        elif isinstance(event, p.SpeechEnd):
+            self._speech_end_ms = event.t_ms
+        elif isinstance(event, p.TtsStart) and self._speech_end_ms is not None:
+            self.last_latency_ms = max(0, event.t_ms - self._speech_end_ms)
             self._speech_end_ms = None
             self._notify()
 
     @callback
     def _on_ask_response(self, msg: mqtt.ReceiveMessage) -> None:
-        data = self._json(msg)
-        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-            self._drop(msg, "not an ask response")
+        try:
+            answer = p.AskResponse.from_json(msg.payload)
+        except p.BadPayload as err:
+            self._drop(msg, str(err))
             return
-        future = self._asks.get(data["id"])
+        future = self._asks.get(answer.id)
         if future is not None and not future.done():
-            future.set_result(data)
+            future.set_result(answer)
 
     @callback
     def _on_intent(self, msg: mqtt.ReceiveMessage) -> None:
-        data = self._json(msg)
-        if (not isinstance(data, dict) or not isinstance(data.get("id"), str)
-                or not isinstance(data.get("intent"), dict)):
-            self._drop(msg, "not an intent")
+        try:
+            message = p.IntentMessage.from_json(msg.payload)
+        except p.BadPayload as err:
+            self._drop(msg, str(err))
             return
-        if data.get("request_id") is not None:
+        if message.request_id is not None:
             return  # the answer to an ask: the conversation agent that asked executes it
-        if data["id"] in self._seen:
+        if message.id in self._seen:
             return  # resent by the hub's outbox after a reconnect
-        self._seen[data["id"]] = None
+        self._seen[message.id] = None
         while len(self._seen) > SEEN_INTENTS:
             self._seen.popitem(last=False)
         self.counts["intents"] += 1
-        task = self.hass.async_create_background_task(self._execute(data), name="duplex_hub intent")
+        task = self.hass.async_create_background_task(self._execute(message), name="duplex_hub intent")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _execute(self, data: dict[str, Any]) -> None:
+    async def _execute(self, message: p.IntentMessage) -> None:
         """A voice intent: execute it, then tell the hub the outcome (it speaks it)."""
-        response = await async_execute(self.hass, data["intent"], text=str(data.get("text", "")),
+        response = await async_execute(self.hass, message.intent, text=message.text,
                                        language=self.language, allowed=self.allowed)
-        result = {"id": data["id"], "success": not failed(response), "text": speech_of(response),
-                  "targets": targets_of(response)}
         self.counts["results"] += 1
-        await mqtt.async_publish(self.hass, self.topic("intent/result"), json.dumps(result), qos=1)
+        await self._send(p.INTENT_RESULT, p.IntentResult(
+            id=message.id, success=not failed(response), text=speech_of(response),
+            targets=tuple(targets_of(response))))
 
     # -- to the hub ---------------------------------------------------------------------
-    async def async_ask(self, text: str, *, conversation_id: str | None, language: str) -> dict[str, Any]:
+    async def async_ask(self, text: str, *, conversation_id: str | None, language: str) -> p.AskResponse:
         """The hub's answer to a text turn; TimeoutError or ConnectionError when there is none."""
         if not self.available:
             raise ConnectionError("the hub is offline")
         request_id = ulid_util.ulid_now()
-        future: asyncio.Future[dict[str, Any]] = self.hass.loop.create_future()
+        future: asyncio.Future[p.AskResponse] = self.hass.loop.create_future()
         self._asks[request_id] = future
         self.counts["asks"] += 1
         try:
-            await mqtt.async_publish(self.hass, self.topic("ask"), json.dumps(
-                {"id": request_id, "text": text, "conversation_id": conversation_id,
-                 "language": language}), qos=1)
+            await self._send(p.ASK, p.Ask(id=request_id, text=text, conversation_id=conversation_id,
+                                          language=language))
             async with asyncio.timeout(ASK_TIMEOUT_S):
                 return await future
         finally:
@@ -318,9 +309,8 @@ class HubClient:
 
     async def async_say(self, text: str, *, interrupt: bool = False) -> None:
         """Make the hub speak."""
-        await mqtt.async_publish(self.hass, self.topic("say"),
-                                 json.dumps({"text": text, "interrupt": interrupt}), qos=1)
+        await self._send(p.SAY, p.Say(text=text, interrupt=interrupt))
 
     async def async_set_muted(self, muted: bool) -> None:
         """Mute or unmute the hub's microphone."""
-        await mqtt.async_publish(self.hass, self.topic("mute" if muted else "unmute"), "", qos=1)
+        await self._send(p.MUTE if muted else p.UNMUTE, None)

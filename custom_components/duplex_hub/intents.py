@@ -15,6 +15,7 @@ from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent
 
+from . import protocol as p
 from .const import DOMAIN
 
 _LOGGER = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def error_response(language: str, code: intent.IntentResponseErrorCode, speech: 
 
 async def async_execute(
     hass: HomeAssistant,
-    hub_intent: dict[str, Any],
+    hub_intent: p.IntentData,
     *,
     text: str,
     language: str,
@@ -49,10 +50,10 @@ async def async_execute(
     device_id: str | None = None,
     agent_id: str | None = None,
 ) -> intent.IntentResponse:
-    """Carry out one hub intent (``{"name", "slots", "targets"}``); never raises."""
-    name = str(hub_intent.get("name", ""))
-    raw = hub_intent.get("slots") or {}
-    slots = {str(k): {"value": v} for k, v in raw.items()} if isinstance(raw, dict) else {}
+    """Carry out one hub intent; never raises."""
+    name = hub_intent.name
+    raw = hub_intent.slots
+    slots = {k: {"value": v} for k, v in raw.items()}
     if name not in set(allowed):
         _LOGGER.info("intent %s is not allowed for this hub", name)
         return error_response(language, intent.IntentResponseErrorCode.FAILED_TO_HANDLE,
@@ -72,7 +73,7 @@ async def async_execute(
         )
     except intent.MatchFailedError:
         return error_response(language, intent.IntentResponseErrorCode.NO_VALID_TARGETS,
-                              _no_match_speech(dict(raw) if isinstance(raw, dict) else {}))
+                              _no_match_speech(raw))
     except intent.UnknownIntent:
         return error_response(language, intent.IntentResponseErrorCode.NO_INTENT_MATCH,
                               "Sorry, I can't do that yet")

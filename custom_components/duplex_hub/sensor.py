@@ -8,9 +8,9 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddEntitiesCallback
 
 from . import DuplexHubConfigEntry
-from .const import STATE_ACTIVITIES
 from .entity import DuplexHubEntity
 from .hub import HubClient
+from .protocol import DIALOGUE_STATES
 
 PARALLEL_UPDATES = 0
 
@@ -26,7 +26,7 @@ class DialogueStateSensor(DuplexHubEntity, SensorEntity):
     """idle / listening / thinking / speaking."""
 
     _attr_device_class = SensorDeviceClass.ENUM
-    _attr_options = STATE_ACTIVITIES
+    _attr_options: list[str] | None = list(DIALOGUE_STATES)  # noqa: RUF012 (Home Assistant's attribute)
 
     def __init__(self, hub: HubClient) -> None:
         """The sensor of this hub."""
@@ -36,7 +36,7 @@ class DialogueStateSensor(DuplexHubEntity, SensorEntity):
     def native_value(self) -> str | None:
         """The hub's dialogue state."""
         activity = self.hub.activity
-        return activity if activity in STATE_ACTIVITIES else None
+        return activity if activity in DIALOGUE_STATES else None
 
 
 class TranscriptSensor(DuplexHubEntity, SensorEntity):

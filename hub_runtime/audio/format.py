@@ -10,9 +10,10 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-RATE: Final = 16000  # Hz, the loop's internal rate
+RATE: Final = 16000  # Hz, the loop's internal rate: the one audio timebase
 WIDTH: Final = 2  # bytes per sample
 CHANNELS: Final = 1
+SAMPLES_PER_MS: Final = RATE // 1000
 
 Int16Array = npt.NDArray[np.int16]
 
@@ -48,6 +49,16 @@ class AudioChunk:
     def float32(self) -> npt.NDArray[np.float32]:
         """Samples scaled to [-1, 1)."""
         return self.samples_i16.astype(np.float32) / 32768.0
+
+
+def ms_to_samples(ms: float) -> int:
+    """Samples at the loop's rate in ``ms`` milliseconds."""
+    return int(round(ms * SAMPLES_PER_MS))
+
+
+def samples_to_ms(samples: int) -> int:
+    """Whole milliseconds that ``samples`` at the loop's rate last."""
+    return samples // SAMPLES_PER_MS
 
 
 def silence(samples: int) -> Int16Array:

@@ -1,7 +1,8 @@
 """Synthetic speech and rooms for the demo, the tests and the benchmarks.
 
 Voices are espeak-ng variants and Piper at other speeds; a scene places utterances on
-a timeline, optionally with pink noise and a simple reverb.
+a timeline, optionally with pink noise and a simple reverb; an :class:`EchoRoom` sends
+the hub's own voice back into its microphone.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from functools import cache
 
 import numpy as np
 
-from .format import RATE, Int16Array
+from .format import RATE, Int16Array, ms_to_samples
 
 ESPEAK_VOICES = ("en-us", "en-us+f3", "en-us+m3", "en-gb", "en-us+f4")
 
@@ -28,7 +29,7 @@ def speak(text: str, voice: str = "piper", *, speed: float = 1.0) -> Int16Array:
 
     The same text always gives the same samples (Piper without its sampling noise).
     """
-    from ..engines.piper import espeak
+    from ..engines.espeak import espeak
 
     if voice == "piper":
         synth = _piper(round(1.0 / speed, 2))
@@ -89,3 +90,35 @@ def speech_bounds_ms(audio: Int16Array, threshold: float = 0.02) -> tuple[int, i
         return 0, 0
     idx = np.nonzero(a >= threshold * a.max())[0]
     return int(idx[0] * 1000 // RATE), int(idx[-1] * 1000 // RATE)
+
+
+class EchoRoom:
+    """A simulated room: the speaker's output comes back into the mic, delayed and scaled."""
+
+    def __init__(self, delay_ms: int, gain: float, chunk: int) -> None:
+        """Delay in ms, linear gain."""
+        self.gain = gain
+        self._delay = ms_to_samples(delay_ms)
+        self._line = np.zeros(self._delay + chunk, dtype=np.float32)
+
+    def mix(self, mic: Int16Array, speaker: Int16Array) -> Int16Array:
+        """Add the delayed speaker to this mic frame."""
+        n = len(speaker)
+        self._line = np.concatenate([self._line[n:], speaker.astype(np.float32)])
+        start = len(self._line) - self._delay - n
+        echo = self._line[start : start + n] * self.gain
+        return np.clip(mic.astype(np.float32) + echo, -32768, 32767).astype(np.int16)
+
+
+def parse_echo(spec: str | None) -> tuple[int, float] | None:
+    """``DELAY_MS:GAIN`` → (delay, gain); raises ValueError naming what is wrong."""
+    if spec is None:
+        return None
+    try:
+        delay_s, gain_s = spec.split(":")
+        delay, gain = int(delay_s), float(gain_s)
+    except ValueError:
+        raise ValueError(f"--echo {spec!r}: expected DELAY_MS:GAIN, e.g. 40:0.3") from None
+    if not 0 <= delay <= 2000 or not 0.0 <= gain <= 4.0:
+        raise ValueError(f"--echo {spec!r}: delay 0..2000 ms, gain 0..4")
+    return delay, gain

@@ -1,1 +1,137 @@
-"""Engines behind small interfaces: one file each (a new engine is one file)."""
+"""The model engines, behind the small interfaces of :mod:`.base`: one file each.
+
+:class:`Engines` is the one factory and the one owner: it loads what every room of a
+process shares (Whisper, the voice, the LLM child process) and closes it; the per-room
+engines (speech scorer, echo canceller, wake word) are made by its ``make_*`` functions,
+one instance per room, because they keep per-stream state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..audio.format import Int16Array
+from .base import EchoCanceller, EngineError, LlmEngine, SpeechScorer, Synth, Transcriber, WakeWordDetector
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass
+class Engines:
+    """What every room of a process shares; :meth:`close` releases it."""
+
+    whisper: Transcriber | None
+    synth: Synth
+    llm: LlmEngine | None = None  # None: grammar only
+
+    @classmethod
+    async def load(cls, settings: Settings, *, speech: bool = True, llm: bool = True) -> Engines:
+        """Load Whisper, the voice (``speech``) and the LLM (``llm``), in worker threads, in parallel."""
+        whisper_t = asyncio.to_thread(make_transcriber, settings) if speech else asyncio.sleep(0, None)
+        synth_t = asyncio.to_thread(make_synth, settings) if speech else asyncio.sleep(0, _Silent())
+        llm_t = asyncio.to_thread(load_llm, settings) if llm and settings.llm.enabled else asyncio.sleep(0, None)
+        whisper, synth, engine = await asyncio.gather(whisper_t, synth_t, llm_t)
+        return cls(whisper=whisper, synth=synth, llm=engine)
+
+    async def close(self) -> None:
+        """Close what holds a process or a connection (the LLM)."""
+        engine, self.llm = self.llm, None
+        if engine is not None:
+            await engine.close()
+
+
+class _Silent:
+    """No voice (a text-only process such as ``hub-runtime ask``)."""
+
+    def sentences(self, text: str) -> list[tuple[str, Int16Array]]:
+        """Nothing to say aloud."""
+        return []
+
+
+def make_transcriber(settings: Settings) -> Transcriber | None:
+    """The second tier (``asr.second_tier``), or None."""
+    if settings.asr.second_tier != "whisper":
+        return None
+    from .whisper import WhisperTranscriber
+
+    return WhisperTranscriber(settings.asr.whisper_model, threads=settings.hardware.num_threads,
+                              beam_size=settings.asr.beam_size)
+
+
+def make_synth(settings: Settings) -> Synth:
+    """The voice (``tts.engine``)."""
+    if settings.tts.engine == "piper":
+        from .piper import PiperSynth
+
+        return PiperSynth(settings.tts.voice, length_scale=settings.tts.length_scale)
+    from .espeak import EspeakSynth
+
+    return EspeakSynth()
+
+
+def load_llm(settings: Settings, *, light: bool = False) -> LlmEngine | None:
+    """The configured LLM engine (blocking: call from a worker thread).
+
+    Without a model installed and none configured, the hub runs on its grammar alone
+    (None, logged once); a configured model that cannot be loaded is an EngineError.
+    """
+    llm = settings.llm
+    if llm.engine == "remote":
+        from .remote import RemoteEngine
+
+        assert llm.remote_url is not None
+        return RemoteEngine(llm.remote_url, model=llm.remote_model, api_key=llm.remote_api_key,
+                            timeout_s=llm.timeout_s, context_size=settings.model.context_size)
+    from .llama import ProcessEngine
+
+    path = llm.light_model if light else settings.model.path
+    try:
+        return ProcessEngine(path, context_size=settings.model.context_size, threads=settings.hardware.num_threads)
+    except EngineError as err:
+        if path:
+            raise
+        _LOGGER.warning("no LLM (%s): the hub answers home commands only", err)
+        return None
+
+
+def make_scorer(settings: Settings) -> SpeechScorer:
+    """A speech scorer for one stream (``audio.vad_engine``)."""
+    if settings.audio.vad_engine == "webrtcvad":
+        from .webrtc_vad import WebRtcScorer
+
+        return WebRtcScorer(settings.audio.vad_aggressiveness)
+    from .silero_vad import SileroScorer
+
+    return SileroScorer()
+
+
+def make_echo_canceller(settings: Settings) -> EchoCanceller | None:
+    """An echo canceller for one stream, or None (disabled, or libspeexdsp missing: logged)."""
+    if not settings.audio.echo_cancel:
+        return None
+    from .speex_aec import EchoCancellerUnavailable, SpeexEchoCanceller
+
+    try:
+        return SpeexEchoCanceller(settings.audio.chunk_size)
+    except EchoCancellerUnavailable as err:
+        _LOGGER.warning("echo cancellation unavailable: %s", err)
+        return None
+
+
+def make_wake_word(settings: Settings) -> WakeWordDetector | None:
+    """The wake-word detector for one stream, or None when no wake word is used."""
+    if not settings.wake_word.enabled:
+        return None
+    from .wakeword import MicroWakeWordDetector
+
+    return MicroWakeWordDetector(settings.wake_word.model)
+
+
+__all__ = ["EngineError", "Engines", "load_llm", "make_echo_canceller", "make_scorer", "make_synth",
+           "make_transcriber", "make_wake_word"]

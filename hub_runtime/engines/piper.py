@@ -48,35 +48,3 @@ class PiperSynth:
         for chunk in self._voice.synthesize(text, self._config):
             audio = np.frombuffer(chunk.audio_int16_bytes, dtype=np.int16)
             yield getattr(chunk, "text", "") or "", resample(audio, chunk.sample_rate, RATE)
-
-
-class EspeakSynth:
-    """espeak-ng as a fallback voice (no model files needed)."""
-
-    def __init__(self, voice: str = "en-us", *, speed_wpm: int = 170) -> None:
-        """Use this espeak-ng voice."""
-        self.voice, self.speed = voice, speed_wpm
-
-    def sentences(self, text: str) -> Iterator[tuple[str, Int16Array]]:
-        """Yield each sentence's audio."""
-        import re
-
-        for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
-            if sentence:
-                yield sentence, espeak(sentence, self.voice, speed_wpm=self.speed)
-
-
-def espeak(text: str, voice: str = "en-us", *, speed_wpm: int = 170, pitch: int = 50) -> Int16Array:
-    """Synthesise with espeak-ng, returned at 16 kHz."""
-    import io
-    import subprocess
-    import wave
-
-    out = subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", str(speed_wpm), "-p", str(pitch), "--stdout", text],
-        capture_output=True, check=True, timeout=60,
-    ).stdout
-    with wave.open(io.BytesIO(out)) as w:
-        rate = w.getframerate()
-        audio = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
-    return resample(audio, rate, RATE)

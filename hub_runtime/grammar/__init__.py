@@ -10,6 +10,7 @@ One :class:`HomeGrammar` holds both views of the same language:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import time
@@ -206,10 +207,8 @@ class HomeGrammar:
                 if isinstance(area_req, dict) and area_req.get("slot") and not self.site_area:
                     continue  # "turn on the lights here" needs to know the hub's room
                 local_rules = {**rules, **(getattr(data, "expansion_rules", None) or {})}
-                compiler = TemplateCompiler(
-                    nfa, local_rules,
-                    lambda ref, r=requires, x=excludes, d=data: self._list_values(ref, r, x, d),
-                )
+                compiler = TemplateCompiler(nfa, local_rules, functools.partial(
+                    self._list_values, requires=requires, excludes=excludes, data=data))
                 for sentence in data.sentences:
                     compiler.add_sentence(sentence_expression(sentence), body_start, body_end)
         return minimize(nfa)

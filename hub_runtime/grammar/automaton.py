@@ -526,8 +526,7 @@ def snap(dfa: Dfa, heard: Sequence[str], *, skip_cost: float = 1.0) -> Snap | No
         step = back[s][i]
         if step is None:
             break
-        ps, pi, word = step
-        if word is not None:
-            words.append(word)
-        s, i = ps, pi
+        s, i, label = step
+        if label is not None:
+            words.append(label)
     return Snap(words=tuple(reversed(words)), cost=best, heard=tuple(heard))

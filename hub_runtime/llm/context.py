@@ -1,5 +1,7 @@
-"""What the LLM is told besides the words: the time, the home's states, what the cameras see,
-and what the user asked the hub to remember. All of it goes after the stable prompt prefix.
+"""What the LLM is told besides the words.
+
+The time, the home's states, what the cameras see, and what the user asked the hub to
+remember. All of it goes after the stable prompt prefix.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ PREFERENCE_KEYS: Final = ("name", "units", "style")
 
 
 def time_context(now: dt.datetime | None = None) -> str:
-    """``It is Thursday, 3 December 2026, 7:05 in the morning.``"""
+    """The time as a sentence: ``It is Thursday, 3 December 2026, 7:05 in the morning.``."""
     now = now or dt.datetime.now()
     part = "morning" if now.hour < 12 else "afternoon" if now.hour < 18 else "evening"
     hour = now.hour % 12 or 12
@@ -135,7 +137,7 @@ class Preferences:
             os.replace(tmp, self.path)
 
     def describe(self) -> str:
-        """``The user's name is Ada. Use celsius. Answer briefly.``"""
+        """The preferences as sentences: ``The user's name is Ada. Use celsius. Answer briefly.``."""
         v = self.values
         parts = []
         if "name" in v:

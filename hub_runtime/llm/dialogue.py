@@ -14,23 +14,21 @@ prompt plus ``model.max_new_tokens`` fits the context; it never overflows.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..agent import Agent, Reply
+from ..agent import Agent
 from ..catalog import Catalog
+from ..engines.base import EngineError, LlmEngine, Message, Sampling
 from ..nlu import Intent
 from ..settings import Settings, state_dir
-from ..stages.state import SpokenLog
+from ..text import complete_sentences
 from .context import VOICE_RULES, Preferences, Scene, describe_home, persona, states_context, time_context
-from .engine import Engine, EngineError, Message, RemoteEngine, Sampling
 from .tools import CallError, HomeTools, Mode
 
 _LOGGER = logging.getLogger(__name__)
@@ -38,11 +36,10 @@ _LOGGER = logging.getLogger(__name__)
 APOLOGY: Final = "Sorry, I can't answer that right now."
 CALL_FAILED: Final = "Sorry, I couldn't do that."
 MIN_CALL_TOKENS: Final = 96  # a call must not be cut short (it ends itself when the grammar is done)
-_SENTENCE_END: Final = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=\S)")
 
 
 @dataclass(frozen=True)
-class Say:
+class Sentence:
     """A sentence to speak now."""
 
     text: str
@@ -54,6 +51,25 @@ class Act:
 
     intent: Intent
     call: str
+
+
+class SpokenLog:
+    """What the speaker actually played, sentence by sentence (from the output's SpokenFrames)."""
+
+    def __init__(self, keep: int = 256) -> None:
+        """Remember the last ``keep`` sentences."""
+        self._items: deque[tuple[int, str]] = deque(maxlen=keep)
+        self.count = 0
+
+    def add(self, text: str) -> None:
+        """One sentence (or the part of one) was played."""
+        if text.strip():
+            self._items.append((self.count, text.strip()))
+            self.count += 1
+
+    def since(self, mark: int) -> str:
+        """Everything played from ``mark`` on."""
+        return " ".join(t for i, t in self._items if i >= mark)
 
 
 @dataclass
@@ -68,34 +84,19 @@ def default_memory_path() -> Path:
     return state_dir() / "preferences.json"
 
 
-def load_engine(settings: Settings, *, light: bool = False) -> Engine:
-    """The configured engine (EngineError when it cannot be had)."""
-    llm = settings.llm
-    if llm.engine == "remote":
-        assert llm.remote_url is not None
-        return RemoteEngine(llm.remote_url, model=llm.remote_model, api_key=llm.remote_api_key,
-                            timeout_s=llm.timeout_s, context_size=settings.model.context_size)
-    from .process import ProcessEngine
-
-    path = llm.light_model if light else settings.model.path
-    return ProcessEngine(path, context_size=settings.model.context_size, threads=settings.hardware.num_threads)
-
-
 class LlmDialogue:
-    """One room's conversation with the LLM (the engine may be shared by several rooms)."""
+    """One room's conversation with the LLM (the engines belong to :class:`~..engines.Engines`)."""
 
-    def __init__(self, settings: Settings, engine: Engine, agent: Agent, *, scene: Scene | None = None,
-                 preferences: Preferences | None = None, spoken: SpokenLog | None = None,
-                 clock: Callable[[], Any] | None = None) -> None:
+    def __init__(self, settings: Settings, engine: LlmEngine, agent: Agent, *, scene: Scene | None = None,
+                 preferences: Preferences | None = None, clock: Callable[[], Any] | None = None) -> None:
         """Talk through ``engine``; act on ``agent``'s home."""
         self.settings = settings
         self.engine = engine
-        self.light_engine: Engine | None = None
-        self.use_light = False  # the operations work switches this under memory pressure
+        self.light_engine: LlmEngine | None = None  # used instead under memory pressure
         self.agent = agent
         self.scene = scene or Scene()
         self.preferences = preferences or Preferences(settings.llm.memory or default_memory_path())
-        self.spoken = spoken or SpokenLog()
+        self.spoken = SpokenLog()  # fed by the router from the output's SpokenFrames
         self.clock = clock
         self.history: deque[_Turn] = deque(maxlen=max(1, settings.llm.history_turns))
         self._tools: tuple[Catalog, HomeTools, str] | None = None
@@ -129,8 +130,10 @@ class LlmDialogue:
         ]))
 
     def _context(self, focus: frozenset[str] | None) -> str:
-        """Short on purpose (every token of it is evaluated each turn): the time, the states of
-        what the turn names (else of the sensors), the scene, the preferences."""
+        """The turn's context: the time, states of what it names (else of the sensors), scene, preferences.
+
+        Short on purpose: every token of it is evaluated each turn.
+        """
         now = self.clock() if self.clock else None
         catalog = self.agent.model.catalog
         shown = Catalog([e for e in catalog if (e.entity_id in focus if focus else e.domain == "sensor")])
@@ -157,15 +160,12 @@ class LlmDialogue:
                 turn.assistant = self.spoken.since(turn.mark) or "…"
                 turn.mark = None
 
-    async def set_light(self, light: bool) -> None:
-        """Switch to the light model (``llm.light_model``) under memory pressure, or back.
+    def use_light(self, engine: LlmEngine | None) -> None:
+        """Answer with a lighter engine (``llm.light_model``) under memory pressure; None: the main one.
 
-        The main engine is left loaded (shared by other rooms); switching back is instant.
-        Without a light model configured, this does nothing.
+        Switching is instant: both stay loaded (``Engines`` owns them).
         """
-        if light and self.light_engine is None and self.settings.llm.light_model:
-            self.light_engine = await asyncio.to_thread(load_engine, self.settings, light=True)
-        self.use_light = light and self.light_engine is not None
+        self.light_engine = engine
 
     def _drop_oldest(self, n: int) -> None:
         """The engine dropped the ``n`` oldest turns to fit: forget them here too."""
@@ -173,22 +173,21 @@ class LlmDialogue:
             self.history.popleft()
             self.dropped_turns += 1
 
-    def _engine(self) -> Engine:
-        if self.use_light and self.light_engine is not None:
-            return self.light_engine
-        return self.engine
+    def _engine(self) -> LlmEngine:
+        return self.light_engine or self.engine
 
     # -- a turn ---------------------------------------------------------------------------
-    async def turn(self, text: str) -> AsyncIterator[Say | Act]:
-        """Answer one turn: sentences as they come, or the outcome of one call.
+    async def turn(self, text: str, *, spoken: bool = True) -> AsyncIterator[Sentence | Act]:
+        """Answer one turn: sentences as they come, or one call for the consumer to carry out.
 
-        Stopping the iteration (barge-in) stops generation within one token; the history
-        then holds only what was spoken.
+        Stopping the iteration (barge-in) stops generation within one token; with
+        ``spoken`` the history then holds only what the speaker played (else what was
+        generated: a text answer, as for ``ask``).
         """
         learned = self.preferences.learn(text)
         if learned:
             self.history.append(_Turn(text, learned))
-            yield Say(learned)
+            yield Sentence(learned)
             return
         tools = self.tools()
         mode = tools.classify(text)
@@ -204,10 +203,11 @@ class LlmDialogue:
                             temperature=min(cfg.temperature, 0.3) if calling else cfg.temperature,
                             repetition_penalty=1.0 if calling else cfg.repetition_penalty)
         # the user side as sent (context included), so the next prompt shares this one's prefix
-        turn = _Turn(msgs[-1].content, "", None if calling else self.spoken.count)
+        turn = _Turn(msgs[-1].content, "", None if calling or not spoken else self.spoken.count)
         self.history.append(turn)
         out = ""
         pending = ""
+        said: list[str] = []
         try:
             stream = self._engine().stream(msgs, grammar=tools.grammar(mode, focus), sampling=sampling,
                                            budget=self.budget())
@@ -217,55 +217,36 @@ class LlmDialogue:
                     if calling:
                         continue
                     pending += piece
-                    parts = _SENTENCE_END.split(pending)
-                    for sentence in parts[:-1]:
-                        yield Say(_clean(sentence))
-                    pending = parts[-1]
+                    done, pending = complete_sentences(pending)
+                    for sentence in done:
+                        said.append(_clean(sentence))
+                        yield Sentence(said[-1])
             self._drop_oldest(self._engine().stats.dropped_turns)
         except EngineError as err:
             _LOGGER.warning("LLM: %s", err)
             turn.assistant, turn.mark = APOLOGY, None
-            yield Say(APOLOGY)
+            yield Sentence(APOLOGY)
             return
         if not calling:
             cut = self._engine().stats.generated_tokens >= sampling.max_new_tokens
             if pending.strip() and not (cut and out.strip() != pending.strip()):
-                yield Say(_clean(pending))  # (a sentence cut by the token limit is not said)
+                said.append(_clean(pending))  # (a sentence cut by the token limit is not said)
+                yield Sentence(said[-1])
             if not out.strip():
+                said = [APOLOGY]
                 turn.mark = None
-                turn.assistant = APOLOGY
-                yield Say(APOLOGY)
+                yield Sentence(APOLOGY)
+            if turn.mark is None:
+                turn.assistant = " ".join(said)
             return
         turn.assistant = out.strip()
         try:
             call = tools.parse_call(out, mode, focus)
         except CallError as err:
             _LOGGER.warning("LLM call refused: %s (%r)", err, out[:200])
-            yield Say(CALL_FAILED)
+            yield Sentence(CALL_FAILED)
             return
         yield Act(intent=tools.to_intent(call, self.agent.model.nlu, text), call=call.to_json())
-
-    async def answer(self, text: str) -> tuple[Intent | None, str]:
-        """The whole answer of a turn as text (for ``ask``)."""
-        intent, said = None, []
-        async for item in self.turn(text):
-            if isinstance(item, Act):
-                intent = item.intent
-                # standalone it is applied here; a controller executes it itself
-                outcome = self.agent.model.home.handle(intent, apply=self.agent.controller is None)
-                said.append(outcome.response)
-            else:
-                said.append(item.text)
-        for turn in self.history:  # nothing is played here: the answer counts as said
-            if turn.mark is not None:
-                turn.assistant, turn.mark = " ".join(said), None
-        return intent, " ".join(said)
-
-    async def close(self) -> None:
-        """Close the engines this dialogue owns."""
-        for engine in (self.engine, self.light_engine):
-            if engine is not None:
-                await engine.close()
 
 
 def _clean(sentence: str) -> str:
@@ -291,22 +272,3 @@ def _examples(catalog: Catalog) -> list[str]:
     if cover:
         out.append(f'shut the {cover.name.lower()} -> {{"intent": "HassCloseCover", "name": "{cover.name}"}}')
     return out
-
-
-async def ask_llm(settings: Settings, agent: Agent, text: str) -> Reply | None:
-    """One text turn through the LLM (``hub-runtime ask``); None when no model can be had."""
-    from .engine import EngineError as _EngineError
-
-    try:
-        engine = await asyncio.to_thread(load_engine, settings)
-    except _EngineError as err:
-        if settings.model.path or settings.llm.engine == "remote":
-            raise
-        _LOGGER.warning("no LLM (%s)", err)
-        return None
-    dialogue = LlmDialogue(settings, engine, agent)
-    try:
-        intent, said = await dialogue.answer(text)
-    finally:
-        await dialogue.close()
-    return Reply(text=text, intent=intent, source="llm", response=said)

@@ -1,10 +1,11 @@
 """The bridge between one dialogue loop and MQTT: events out, commands in.
 
-Owns the link (and the embedded broker when no broker is configured). Loop events
-arrive through :meth:`MqttBridge.on_event` (an :class:`~hub_runtime.runner.EventLog`
-listener); inbound payloads are validated by :mod:`.messages` and handled in arrival
-order by one task, except catalog rebuilds, which run beside it (the newest wins).
-A bad payload is logged with its reason, counted in ``rejections`` and dropped.
+Owns the link (and the embedded broker when no broker is configured). It speaks only the
+typed messages of :mod:`..protocol` and uses only the loop's edge interface. Loop events
+arrive through :meth:`MqttBridge.on_event` (an :class:`~..events.EventLog` listener);
+inbound payloads are validated into messages and handled in arrival order by one task,
+except controller results (at once: a turn may be waiting) and catalog rebuilds (beside
+it; the newest wins). A bad payload is logged with its reason, counted and dropped.
 """
 
 from __future__ import annotations
@@ -12,78 +13,88 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import logging
 import uuid
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any
 
 from .. import __version__
-from ..agent import Agent, Reply
-from ..catalog import Catalog
-from ..home import Outcome
+from .. import protocol as p
+from ..catalog import Catalog, CatalogError
 from ..loop import DialogueLoop
-from ..nlu import Intent
 from ..settings import Settings
+from ..understanding import Recognized
 from . import hermes
-from . import topics as t
 from .broker import EmbeddedBroker
 from .client import MqttLink
-from .messages import (
-    Ask,
-    BadPayload,
-    CatalogUpdate,
-    Command,
-    ControllerUpdate,
-    HermesQuery,
-    HermesSay,
-    HermesSession,
-    IntentResult,
-    Mute,
-    Rejections,
-    Say,
-    Session,
-    Volume,
-    parse,
-)
 from .outbox import Outbox, default_path
 
 _LOGGER = logging.getLogger(__name__)
 
-PROTOCOL_VERSION: Final = 1  # of docs/protocol.md
-QUIET_EVENTS: Final = frozenset({"intent", "state"})  # published on their own topics
-FAILED_RESULT: Final = "Sorry, that did not work."
-CAPABILITIES: Final = ("intents", "events", "say", "ask", "mute", "session", "volume", "catalog",
-                       "intent_result", "controller")
+OWN_TOPICS = (p.IntentRecognized, p.StateChanged)  # published on their own topics, not as events
 
 
-def _dumps(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")).encode()
+@dataclass(frozen=True)
+class CatalogUpdate:
+    """A ``catalog`` payload, checked like the catalog file."""
+
+    catalog: Catalog
+
+
+Inbound = p.Command | hermes.HermesCommand | CatalogUpdate
+
+
+def parse_inbound(name: str, payload: bytes, *, max_bytes: int) -> Inbound:
+    """Validate an inbound payload: ``name`` is a command (relative to the base) or a Hermes topic."""
+    if name in hermes.INBOUND:
+        return hermes.parse(name, payload, max_bytes=max_bytes)
+    command = p.parse_command(name, payload, max_bytes=max_bytes)
+    if isinstance(command, p.CatalogMessage):
+        try:
+            return CatalogUpdate(Catalog.from_dict({"entities": command.entities}))
+        except CatalogError as err:
+            raise p.BadPayload(str(err)) from None
+    return command
 
 
 def _now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
+@dataclass
+class Rejections:
+    """Counts of dropped inbound payloads, by topic."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, topic: str) -> None:
+        """Count one."""
+        self.counts[topic] = self.counts.get(topic, 0) + 1
+
+    @property
+    def total(self) -> int:
+        """All dropped payloads."""
+        return sum(self.counts.values())
+
+
 class MqttBridge:
     """Publishes one loop's intents and events; applies commands from other devices."""
 
-    def __init__(self, settings: Settings, loop: DialogueLoop, agent: Agent) -> None:
-        """Bridge this loop (its agent answers ``ask`` and takes ``catalog``)."""
+    def __init__(self, settings: Settings, loop: DialogueLoop) -> None:
+        """Bridge this loop."""
         self.settings = settings
         self.mqtt = settings.mqtt
         self.loop = loop
-        self.agent = agent
-        self.topics = t.Topics(self.mqtt.hub_id)
+        self.topics = p.Topics.for_hub(self.mqtt.hub_id)
         self.site = settings.site_id
         self.rejections = Rejections()
         self.broker: EmbeddedBroker | None = None
         self.link: MqttLink | None = None
         self.outbox: Outbox | None = None
-        self._commands: asyncio.Queue[Command] = asyncio.Queue()
+        self._commands: asyncio.Queue[tuple[str, Inbound]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._catalog_task: asyncio.Task[None] | None = None
         self._next_catalog: Catalog | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._speech_start_ms: int | None = None
         self._speech_end_ms: int | None = None
         self._session: str | None = None  # Hermes session of the current turn
@@ -99,256 +110,224 @@ class MqttBridge:
             await self.broker.start()
             host = "127.0.0.1"
         self.outbox = Outbox(m.outbox or default_path(m.hub_id), m.outbox_max)
-        subs = [self.topics(c) for c in t.COMMANDS]
+        subs = [self.topics(c) for c in p.COMMANDS]
         if m.hermes:
-            subs += list(t.HERMES_IN)
+            subs += list(hermes.INBOUND)
         if self.settings.llm.frigate_topic:
             subs.append(self.settings.llm.frigate_topic)
         self.link = MqttLink(m, host=host, port=m.port, outbox=self.outbox, subscriptions=subs,
-                             will=(self.topics.availability, b"offline"),
+                             will=(self.topics.availability, p.OFFLINE.encode()),
                              on_message=self._on_message, on_connected=self._on_connected)
         self._worker = asyncio.create_task(self._work(), name="mqtt.commands")
         await self.link.start()
 
+    async def ready(self) -> None:
+        """Until connected with the subscriptions acknowledged (the caller bounds the wait)."""
+        assert self.link is not None
+        await self.link.ready.wait()
+
     async def stop(self) -> None:
         """Say ``offline``, disconnect, stop the broker."""
-        for task in (self._worker, self._catalog_task, *self._tasks):
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(*(x for x in (self._worker, self._catalog_task, *self._tasks) if x),
-                             return_exceptions=True)
+        tasks = [t for t in (self._worker, self._catalog_task) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self.link is not None:
-            await self.link.stop([(self.topics.availability, b"offline")])
+            await self.link.stop([(self.topics.availability, p.OFFLINE.encode())])
         if self.outbox is not None:
             self.outbox.close()
         if self.broker is not None:
             await self.broker.stop()
 
     def _on_connected(self) -> None:
-        assert self.link is not None
-        self.link.publish(self.topics.availability, b"online", qos=1, retain=True)
-        self.link.publish(self.topics.discovery, _dumps(self.discovery()), qos=1, retain=True)
-        self._publish_state()
+        self._publish(self.topics.availability, p.ONLINE, qos=1, retain=True)
+        self._publish(p.discovery_topic(self.mqtt.hub_id), self.discovery(), qos=1, retain=True)
+        self._publish_status()
 
-    def discovery(self) -> dict[str, Any]:
+    def discovery(self) -> p.Discovery:
         """The retained announcement at ``duplex_hub/discovery/<hub_id>``."""
-        caps = list(CAPABILITIES) + (["hermes"] if self.mqtt.hermes else [])
-        return {"id": self.mqtt.hub_id, "name": self.mqtt.name, "version": __version__,
-                "protocol": PROTOCOL_VERSION, "base_topic": self.topics.base, "site": self.site,
-                "availability_topic": self.topics.availability, "capabilities": caps,
-                "language": self.settings.language}
+        caps = p.CAPABILITIES + (("hermes",) if self.mqtt.hermes else ())
+        return p.Discovery(id=self.mqtt.hub_id, name=self.mqtt.name, version=__version__,
+                           base_topic=self.topics.base, site=self.site,
+                           availability_topic=self.topics.availability, capabilities=caps,
+                           language=self.settings.language)
 
     # -- out ----------------------------------------------------------------------------
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: p.Event) -> None:
         """A loop event (EventLog listener)."""
-        kind = event.get("type", "")
-        if kind == "speech_start":
-            self._speech_start_ms, self._speech_end_ms = event["t_ms"], None
+        if isinstance(event, p.SpeechStart):
+            self._speech_start_ms, self._speech_end_ms = event.t_ms, None
             if self.mqtt.hermes and self._session is None:
                 self._session = uuid.uuid4().hex
-                self._publish(t.HERMES_SESSION_STARTED,
+                self._publish(hermes.SESSION_STARTED,
                               hermes.session_started(site_id=self.site, session_id=self._session))
-        elif kind == "speech_end":
-            self._speech_end_ms = event["t_ms"]
-        elif kind == "intent":
+        elif isinstance(event, p.SpeechEnd):
+            self._speech_end_ms = event.t_ms
+        elif isinstance(event, p.IntentRecognized):
             self._publish_intent(event)
-        elif kind == "state":
-            self._publish_state()
-        elif kind == "response" and self._session is not None:
-            self._publish(t.HERMES_SESSION_ENDED,
-                          hermes.session_ended(site_id=self.site, session_id=self._session))
+        elif isinstance(event, p.StateChanged):
+            self._publish_status()
+        elif isinstance(event, p.Response) and self._session is not None:
+            self._publish(hermes.SESSION_ENDED, hermes.session_ended(site_id=self.site, session_id=self._session))
             self._session = None
-        if kind not in QUIET_EVENTS:
-            self._publish(self.topics.event(kind), {**event, "site": self.site})
+        if not isinstance(event, OWN_TOPICS):
+            self._publish(self.topics.event(event.type), event.to_dict() | {"site": self.site})
 
-    def _publish(self, topic: str, data: Any, *, qos: int = 0, retain: bool = False) -> None:
+    def _publish(self, topic: str, data: p.Message | dict[str, Any] | str, *, qos: int = 0,
+                 retain: bool = False) -> None:
         if self.link is not None:
-            self.link.publish(topic, _dumps(data), qos=qos, retain=retain)
+            self.link.publish(topic, _payload(data), qos=qos, retain=retain)
 
-    def _publish_state(self) -> None:
-        self._publish(self.topics.state, {"state": self.loop.state.activity.value,
-                                          "muted": self.loop.muted,
-                                          "volume": self.loop.output.volume, "site": self.site},
-                      qos=1, retain=True)
+    def _publish_status(self) -> None:
+        self._publish(self.topics.state, self.loop.status(), qos=1, retain=True)
 
-    def _publish_intent(self, event: dict[str, Any], *, request_id: str | None = None) -> None:
-        payload = {
-            "id": event["id"],
-            "site": self.site,
-            "text": event.get("text", ""),
-            "intent": {"name": event["name"], "slots": event.get("slots", {}),
-                       "targets": event.get("targets", [])},
-            "confidence": event.get("confidence", 1.0),
-            "source": event.get("source"),
-            "request_id": request_id,
-            "timestamps": {"time": _now_iso(), "intent_ms": event.get("t_ms"),
-                           "speech_start_ms": None if request_id else self._speech_start_ms,
-                           "speech_end_ms": None if request_id else self._speech_end_ms},
-        }
-        if event.get("error"):
-            payload["error"] = event["error"]
+    def _publish_intent(self, event: p.IntentRecognized, *, request_id: str | None = None) -> None:
+        spoken = request_id is None
+        message = p.IntentMessage(
+            id=event.id, site=self.site, text=event.text, intent=event.data, confidence=event.confidence,
+            source=event.source, request_id=request_id, error=event.error,
+            timestamps=p.Timestamps(time=_now_iso(), intent_ms=event.t_ms,
+                                    speech_start_ms=self._speech_start_ms if spoken else None,
+                                    speech_end_ms=self._speech_end_ms if spoken else None))
         assert self.link is not None
-        self.link.publish_reliable(self.topics.intent, _dumps(payload))
+        self.link.publish_reliable(self.topics.intent, _payload(message))
         if self.mqtt.hermes:
-            intent = Intent(name=event["name"], slots=dict(event.get("slots", {})),
-                            targets=list(event.get("targets", [])), text=payload["text"])
-            session = self._session or request_id or event["id"]
-            data = hermes.intent_payload(intent, text=payload["text"],
-                                         confidence=float(payload["confidence"] or 0.0),
-                                         site_id=self.site, session_id=session, intent_id=event["id"])
-            self.link.publish_reliable(t.hermes_intent(intent.name), _dumps(data))
+            data = hermes.intent_payload(event.data, text=event.text, confidence=event.confidence,
+                                         site_id=self.site, session_id=self._session or request_id or event.id,
+                                         intent_id=event.id)
+            self.link.publish_reliable(hermes.intent_topic(event.name), _payload(data))
 
     # -- in -----------------------------------------------------------------------------
     def _on_message(self, topic: str, payload: bytes) -> None:
         if topic == self.settings.llm.frigate_topic:
-            self._frigate(topic, payload)
+            try:
+                self.loop.camera_event(payload)
+            except ValueError as err:
+                self._reject(topic, str(err))
             return
-        command = self.topics.command(topic) or (topic if topic in t.HERMES_IN else None)
-        if command is None or (command == t.CATALOG and not payload.strip()):
+        relative = self.topics.command(topic)
+        if relative is None and topic not in hermes.INBOUND:
+            return
+        if relative == p.CATALOG and not payload.strip():
             return  # an empty catalog is how a retained one is cleared: nothing to apply
         try:
-            parsed = parse(command, payload, max_bytes=self.mqtt.max_payload_bytes)
-        except BadPayload as err:
-            self.rejections.add(topic)
-            _LOGGER.warning("dropped a payload on %s: %s (%d dropped in all)", topic, err,
-                            self.rejections.total)
+            command = parse_inbound(relative or topic, payload, max_bytes=self.mqtt.max_payload_bytes)
+        except p.BadPayload as err:
+            self._reject(topic, str(err))
             return
-        if isinstance(parsed, IntentResult):  # at once: a turn may be waiting for it
-            self._intent_result(parsed)
-            return
-        if isinstance(parsed, ControllerUpdate):
-            self.agent.controller = parsed.controller
-            _LOGGER.info("intents are executed by %s",
-                         parsed.controller.name if parsed.controller else "the hub (standalone)")
-            return
-        if isinstance(parsed, CatalogUpdate):
-            self._next_catalog = parsed.catalog
+        if command is None or isinstance(command, p.Controller):
+            self.loop.set_controller(command)
+        elif isinstance(command, p.IntentResult):  # at once: a turn may be waiting for it
+            if not self.loop.take_result(command):
+                self._reject(topic, "it names entities the catalog does not know")
+        elif isinstance(command, CatalogUpdate):
+            self._next_catalog = command.catalog
             if self._catalog_task is None or self._catalog_task.done():
                 self._catalog_task = asyncio.create_task(self._apply_catalogs(), name="mqtt.catalog")
-            return
-        self._commands.put_nowait(parsed)
+        else:
+            self._commands.put_nowait((topic, command))
 
-    def _intent_result(self, c: IntentResult) -> None:
-        """Hand the outcome to the turn waiting for it, or say it (an unsolicited result)."""
-        text = c.text or ("" if c.success else FAILED_RESULT)
-        if self.agent.results.resolve(c.id, Outcome(response=text, changed=list(c.targets),
-                                                    success=c.success)):
-            return
-        unknown = [e for e in c.targets if self.agent.model.catalog.get(e) is None]
-        if unknown:
-            self.rejections.add(self.topics(t.INTENT_RESULT))
-            _LOGGER.warning("dropped an intent result for unknown entities %s", unknown)
-            return
-        if text:
-            self.loop.say(text)
-
-    def _frigate(self, topic: str, payload: bytes) -> None:
-        """A camera event for the LLM's scene context."""
-        if self.loop.llm is None:
-            return
-        try:
-            self.loop.llm.scene.update(payload)
-        except ValueError as err:
-            self.rejections.add(topic)
-            _LOGGER.warning("dropped a payload on %s: %s", topic, err)
+    def _reject(self, topic: str, why: str) -> None:
+        self.rejections.add(topic)
+        _LOGGER.warning("dropped a payload on %s: %s (%d dropped in all)", topic, why, self.rejections.total)
 
     async def _work(self) -> None:
         while True:
-            command = await self._commands.get()
+            topic, command = await self._commands.get()
             try:
                 await self._handle(command)
             except Exception:  # one bad command never stops the others
-                _LOGGER.exception("command %s failed", type(command).__name__)
+                _LOGGER.exception("command on %s failed", topic)
 
-    async def _handle(self, c: Command) -> None:
+    async def _handle(self, c: Inbound) -> None:
         loop = self.loop
-        if isinstance(c, Say):
+        if isinstance(c, p.Say):
             if c.interrupt:
                 await loop.say_now(c.text)
             else:
                 loop.say(c.text)
-        elif isinstance(c, Ask):
+        elif isinstance(c, p.Ask):
             await self._ask(c)
-        elif isinstance(c, Mute):
-            loop.muted = c.muted
-            self._publish_state()
-        elif isinstance(c, Session):
-            now = loop.clock.now_ms()
-            if c.start:
-                loop.state.open_session(now)
-            else:
-                loop.state.end_session()
+        elif isinstance(c, p.Mute):
+            loop.mute(c.muted)
+            self._publish_status()
+        elif isinstance(c, p.SessionCommand):
+            loop.open_session(c.start)
             if c.text:
                 loop.say(c.text)
-        elif isinstance(c, Volume):
+        elif isinstance(c, p.Volume):
             loop.set_volume(c.volume)
-            self._publish_state()
-        elif isinstance(c, HermesSay):
+            self._publish_status()
+        elif isinstance(c, hermes.HermesSay):
             if c.site_id in (None, self.site):
                 loop.say(c.text)
-        elif isinstance(c, HermesSession):
+        elif isinstance(c, hermes.HermesSession):
             if c.text:
                 loop.say(c.text)
             if c.end:
-                self._publish(t.HERMES_SESSION_ENDED,
-                              hermes.session_ended(site_id=self.site, session_id=c.session_id))
+                self._publish(hermes.SESSION_ENDED, hermes.session_ended(site_id=self.site, session_id=c.session_id))
             else:
-                loop.state.open_session(loop.clock.now_ms())
-        elif isinstance(c, HermesQuery):
+                loop.open_session()
+        elif isinstance(c, hermes.HermesQuery):
             self._nlu_query(c)
 
-    async def _ask(self, c: Ask) -> None:
-        """Answer an ``ask``; with a controller the intent is left to it (the asker runs it)."""
-        reply = self.agent.respond(c.text)
-        if reply.intent is None and self.loop.llm is not None:
-            llm_intent, said = await self.loop.llm.answer(c.text)
-            reply = Reply(text=c.text, intent=llm_intent, source="llm", response=said)
+    async def _ask(self, c: p.Ask) -> None:
+        """Answer an ``ask`` through the loop's understanding; with a controller the asker runs the intent."""
+        def publish(piece: Recognized) -> None:
+            event = p.IntentRecognized(id=piece.intent_id, name=piece.intent.name, slots=dict(piece.intent.slots),
+                                       targets=tuple(piece.intent.targets), source=piece.source, text=c.text,
+                                       confidence=1.0, error=piece.intent.error, call=piece.call,
+                                       t_ms=self.loop.clock.now_ms())
+            self._publish_intent(event, request_id=c.id)
+
+        reply = await self.loop.ask(c.text, delegate=True, on_intent=publish)
         intent = reply.intent
-        if intent is not None:
-            self._publish_intent({"id": uuid.uuid4().hex, "name": intent.name, "slots": intent.slots,
-                                  "targets": intent.targets, "source": reply.source, "text": c.text,
-                                  "confidence": 1.0, "error": intent.error,
-                                  "t_ms": self.loop.clock.now_ms()}, request_id=c.id)
-        self._publish(self.topics.response, {
-            "id": c.id, "conversation_id": c.conversation_id, "site": self.site, **reply.to_dict(),
-            "success": intent is not None and intent.error is None,
-        }, qos=1)
+        self._publish(self.topics.ask_response, p.AskResponse(
+            id=c.id, conversation_id=c.conversation_id, site=self.site, text=c.text,
+            intent=intent.to_data() if intent else None, source=reply.source, response=reply.response,
+            success=reply.success), qos=1)
         if c.speak and reply.response:
             self.loop.say(reply.response)
 
-    def _nlu_query(self, c: HermesQuery) -> None:
+    def _nlu_query(self, c: hermes.HermesQuery) -> None:
         if c.site_id not in (None, self.site):
             return
-        intent = self.agent.recognize(c.input)
+        intent = self.loop.recognize(c.input)
         if intent is None:
-            self._publish(t.HERMES_NOT_RECOGNIZED, hermes.not_recognized(
+            self._publish(hermes.NOT_RECOGNIZED, hermes.not_recognized(
                 c.input, site_id=self.site, session_id=c.session_id, request_id=c.id))
             return
-        data = hermes.intent_payload(intent, text=c.input, confidence=1.0, site_id=self.site,
+        data = hermes.intent_payload(intent.to_data(), text=c.input, confidence=1.0, site_id=self.site,
                                      session_id=c.session_id or c.id or uuid.uuid4().hex,
                                      intent_id=c.id or uuid.uuid4().hex)
-        self._publish(t.hermes_intent(intent.name), data, qos=1)
+        self._publish(hermes.intent_topic(intent.name), data, qos=1)
 
     async def _apply_catalogs(self) -> None:
         """Apply the newest catalog: only the states when the names are the same (no rebuild)."""
         while self._next_catalog is not None:
             catalog, self._next_catalog = self._next_catalog, None
-            rebuilt = not self.agent.update_states(catalog)
+            rebuilt = await self.loop.set_catalog(catalog)
             if rebuilt:
-                await self.agent.replace_catalog(catalog, self.settings)
-                await self.loop.asr.reload()
                 _LOGGER.info("catalog from MQTT: %d entities", len(catalog))
             self.catalog_version += 1
-            self._publish(self.topics.event("catalog_applied"),
-                          {"type": "catalog_applied", "entities": len(catalog), "site": self.site,
-                           "version": self.catalog_version, "rebuilt": rebuilt})
+            self._publish(self.topics.event(p.CatalogApplied.type), p.CatalogApplied(
+                entities=len(catalog), version=self.catalog_version, rebuilt=rebuilt, site=self.site,
+                t_ms=self.loop.clock.now_ms()))
 
 
-async def start_bridge(settings: Settings, loop: DialogueLoop, agent: Agent) -> MqttBridge | None:
+def _payload(data: p.Message | dict[str, Any] | str) -> bytes:
+    if isinstance(data, p.Message):
+        return data.to_json().encode()
+    if isinstance(data, str):
+        return data.encode()
+    return p.dumps(data)
+
+
+async def start_bridge(settings: Settings, loop: DialogueLoop) -> MqttBridge | None:
     """Start a bridge when MQTT is enabled; None when disabled."""
     if not settings.mqtt.enabled:
         return None
-    bridge = MqttBridge(settings, loop, agent)
+    bridge = MqttBridge(settings, loop)
     try:
         await bridge.start()
     except Exception:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
 
 from ..settings import MqttSettings
 from .outbox import Outbox
@@ -139,7 +140,7 @@ class MqttLink:
     def _new_client(self) -> mqtt.Client:
         s = self.settings
         v5 = s.protocol == "5"
-        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2,
+        client = mqtt.Client(CallbackAPIVersion.VERSION2,
                              client_id=f"{s.hub_id}-{uuid.uuid4().hex[:8]}",
                              protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
                              clean_session=None if v5 else True)
@@ -155,15 +156,16 @@ class MqttLink:
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         client.on_publish = self._on_publish
-        loop = self._loop
-        assert loop is not None
-        client.on_socket_open = lambda c, _u, sock: loop.call_soon_threadsafe(self._socket_open, c, sock)
-        client.on_socket_close = lambda c, _u, sock: loop.call_soon_threadsafe(self._socket_close, c, sock)
-        client.on_socket_register_write = (
-            lambda c, _u, sock: loop.call_soon_threadsafe(self._want_write, c, sock, True))
-        client.on_socket_unregister_write = (
-            lambda c, _u, sock: loop.call_soon_threadsafe(self._want_write, c, sock, False))
+        client.on_socket_open = lambda c, _u, sock: self._soon(self._socket_open, c, sock)
+        client.on_socket_close = lambda c, _u, sock: self._soon(self._socket_close, c, sock)
+        client.on_socket_register_write = lambda c, _u, sock: self._soon(self._want_write, c, sock, True)
+        client.on_socket_unregister_write = lambda c, _u, sock: self._soon(self._want_write, c, sock, False)
         return client
+
+    def _soon(self, handler: Callable[..., None], *args: Any) -> None:
+        """Run a paho socket callback (from any thread) on the loop thread."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(handler, *args)
 
     async def _connect(self) -> None:
         self._closed = asyncio.Event()

@@ -1,15 +1,79 @@
-"""Hermes (Rhasspy / Snips) payloads, so Home Assistant's ``snips`` integration and
-Rhasspy clients work unchanged. The hub stays full duplex: it never turns listening off
-while it speaks, as Rhasspy does.
+"""Hermes (Rhasspy / Snips) topics and payloads.
+
+So that Home Assistant's ``snips`` integration and Rhasspy clients work unchanged. The
+hub stays full duplex: it never turns listening off while it speaks, as Rhasspy does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
-from ..nlu import Intent
+from ..protocol import BadPayload, IntentData, Message, id_field, text_field
+
+TTS_SAY: Final = "hermes/tts/say"
+END_SESSION: Final = "hermes/dialogueManager/endSession"
+CONTINUE_SESSION: Final = "hermes/dialogueManager/continueSession"
+NLU_QUERY: Final = "hermes/nlu/query"
+INBOUND: Final = (TTS_SAY, END_SESSION, CONTINUE_SESSION, NLU_QUERY)
+SESSION_STARTED: Final = "hermes/dialogueManager/sessionStarted"
+SESSION_ENDED: Final = "hermes/dialogueManager/sessionEnded"
+NOT_RECOGNIZED: Final = "hermes/nlu/intentNotRecognized"
 
 
+def intent_topic(name: str) -> str:
+    """The Hermes topic of one intent."""
+    return f"hermes/intent/{name}"
+
+
+# -- in ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class HermesSay(Message):
+    """``hermes/tts/say``: spoken when ``siteId`` is absent or this hub's site."""
+
+    text: str = text_field()
+    site_id: str | None = id_field(None, key="siteId")
+    id: str | None = id_field(None)
+    session_id: str | None = id_field(None, key="sessionId")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HermesSession(Message):
+    """``hermes/dialogueManager/endSession`` and ``continueSession``."""
+
+    session_id: str = id_field(key="sessionId")
+    text: str | None = text_field(None)
+    end: bool = False  # from the topic
+
+
+@dataclass(frozen=True, kw_only=True)
+class HermesQuery(Message):
+    """``hermes/nlu/query``: recognise text, answer on ``hermes/intent/...``."""
+
+    input: str = text_field()
+    id: str | None = id_field(None)
+    session_id: str | None = id_field(None, key="sessionId")
+    site_id: str | None = id_field(None, key="siteId")
+
+
+HermesCommand = HermesSay | HermesSession | HermesQuery
+
+
+def parse(topic: str, payload: bytes, *, max_bytes: int) -> HermesCommand:
+    """Validate a payload on an inbound Hermes topic."""
+    if len(payload) > max_bytes:
+        raise BadPayload(f"{len(payload)} bytes is larger than the limit of {max_bytes}")
+    if topic == TTS_SAY:
+        return HermesSay.from_json(payload)
+    if topic in (END_SESSION, CONTINUE_SESSION):
+        session = HermesSession.from_json(payload)
+        return HermesSession(session_id=session.session_id, text=session.text, end=topic == END_SESSION)
+    if topic == NLU_QUERY:
+        return HermesQuery.from_json(payload)
+    raise BadPayload(f"unknown Hermes topic {topic!r}")
+
+
+# -- out --------------------------------------------------------------------------------------
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return "Custom"
@@ -18,7 +82,7 @@ def _kind(value: Any) -> str:
     return "Custom"
 
 
-def slots(intent: Intent) -> list[dict[str, Any]]:
+def slots(intent: IntentData) -> list[dict[str, Any]]:
     """Hermes slots: ``slotName``, ``rawValue``, ``value.kind``, ``value.value``, ``entity``."""
     out = []
     for name, value in intent.slots.items():
@@ -34,7 +98,7 @@ def slots(intent: Intent) -> list[dict[str, Any]]:
     return out
 
 
-def intent_payload(intent: Intent, *, text: str, confidence: float, site_id: str,
+def intent_payload(intent: IntentData, *, text: str, confidence: float, site_id: str,
                    session_id: str, intent_id: str) -> dict[str, Any]:
     """The ``hermes/intent/<intentName>`` payload."""
     return {

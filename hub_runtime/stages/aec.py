@@ -6,29 +6,24 @@ Emits: the same frame with cleaned audio; forwards everything.
 
 from __future__ import annotations
 
-import logging
-
 from ..audio.format import AudioChunk
-from ..engines.speex_aec import SpeexEchoCanceller
+from ..engines.base import EchoCanceller
 from ..frames import Frame, InputAudioFrame
 from ..pipeline import Direction, Stage
 
-_LOGGER = logging.getLogger(__name__)
-
 
 class AecStage(Stage):
-    """Speex echo cancellation against the exact playback reference."""
+    """Echo cancellation against the exact playback reference."""
 
-    def __init__(self, frame_samples: int) -> None:
-        """Frames of ``frame_samples``."""
+    def __init__(self, canceller: EchoCanceller) -> None:
+        """Cancel with this engine (one per stream)."""
         super().__init__("aec")
-        self._aec = SpeexEchoCanceller(frame_samples)
+        self._aec = canceller
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Clean audio frames; forward everything."""
         if isinstance(frame, InputAudioFrame) and frame.reference is not None:
-            cleaned = self._aec.process(frame.audio.samples_i16, frame.reference)
-            frame.audio = AudioChunk(cleaned)
+            frame.audio = AudioChunk(self._aec.process(frame.audio.samples_i16, frame.reference))
         await self.push(frame, direction)
 
     async def cleanup(self) -> None:

@@ -13,7 +13,7 @@ An utterance that overlaps the hub's own playback (a barge-in) always goes to th
 second tier: the echo canceller's residue makes the grammar tier's words unreliable.
 
 Consumes: SpeechStartedFrame, InputAudioFrame, EndOfTurnFrame (upstream).
-Emits: PartialTranscriptFrame, TranscriptFrame (events ``partial``, ``transcript``).
+Emits: PartialTranscriptFrame, TranscriptFrame.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Final
 import numpy as np
 
 from ..agent import Agent, HomeModel
-from ..audio.format import Int16Array
+from ..audio.format import Int16Array, samples_to_ms
 from ..catalog import Catalog
+from ..engines.base import Transcriber, WhisperResult
 from ..engines.pocketsphinx import GrammarDecoder, GrammarHypothesis
-from ..engines.whisper import WhisperResult, WhisperTranscriber
 from ..frames import (
     EndOfTurnFrame,
     Frame,
@@ -88,7 +88,7 @@ class AsrStage(Stage):
     """Streaming grammar decoding with a speculative Whisper second tier."""
 
     def __init__(self, agent: Agent, settings: AsrSettings, *, frame_ms: int,
-                 whisper: WhisperTranscriber | None) -> None:
+                 whisper: Transcriber | None) -> None:
         """Decode with the agent's current grammar; ``whisper`` None disables tier two."""
         super().__init__("asr")
         self.agent = agent
@@ -197,7 +197,6 @@ class AsrStage(Stage):
         if partial is not None and partial:
             words = partial.split()
             complete = self.agent.model.grammar.is_complete(words)
-            self.emit("partial", text=partial, complete=complete)
             await self.push(PartialTranscriptFrame(text=partial, complete=complete))
         if frame.speech:
             self._speculation = None  # speech goes on: an earlier pass is stale
@@ -206,7 +205,7 @@ class AsrStage(Stage):
             self._silent_ms += self.frame_ms
             if self._silent_ms == SPECULATE_AFTER_MS and self.whisper is not None:
                 self._speculate()
-        if self._utt_samples * 1000 // 16000 >= self.settings.max_utterance_s * 1000:
+        if samples_to_ms(self._utt_samples) >= self.settings.max_utterance_s * 1000:
             self._close(EndOfTurnFrame(discard=False))
 
     def _audio_so_far(self) -> np.ndarray:
@@ -214,11 +213,11 @@ class AsrStage(Stage):
                 else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
 
     def _speculate(self) -> None:
-        if self._utt_samples * 1000 // 16000 < MIN_SPECULATE_MS:
+        if samples_to_ms(self._utt_samples) < MIN_SPECULATE_MS:
             return
         audio, prompt = self._audio_so_far(), self.prompt
-        _LOGGER.debug("speculative whisper pass on %d ms", len(audio) // 16)
-        task = self.spawn(self._run_whisper(audio, prompt), "whisper")
+        _LOGGER.debug("speculative whisper pass on %d ms", samples_to_ms(len(audio)))
+        task = self.spawn(self._run_whisper(audio, prompt), "whisper", interruptible=False)
         self._speculation = _Speculation(self._utt_samples, task)
 
     async def _run_whisper(self, audio: np.ndarray, prompt: str) -> WhisperResult:
@@ -238,7 +237,7 @@ class AsrStage(Stage):
         self._swap()
         if eot.discard:
             return
-        self.spawn(self._finish(hyp, audio, speculation, overlapped=overlapped), "finish")
+        self.spawn(self._finish(hyp, audio, speculation, overlapped=overlapped), "finish", interruptible=False)
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray,
                       speculation: _Speculation | None, *, overlapped: bool = False) -> None:
@@ -253,7 +252,8 @@ class AsrStage(Stage):
             return
         if speculation is not None:
             result = await speculation.task
-            _LOGGER.debug("speculation on %d of %d ms", speculation.samples // 16, len(audio) // 16)
+            _LOGGER.debug("speculation on %d of %d ms", samples_to_ms(speculation.samples),
+                          samples_to_ms(len(audio)))
         else:
             result = await self._run_whisper(audio, self.prompt)
         heard = tokenize(result.text)
@@ -276,12 +276,7 @@ class AsrStage(Stage):
 
     async def _transcript(self, text: str, tier: str, confidence: float,
                           open_text: str = "", grammar: GrammarHypothesis | None = None) -> None:
-        detail = {}
-        if open_text:
-            detail["open_text"] = open_text
-        if grammar is not None:
-            detail["grammar_text"] = grammar.text
-            detail["grammar_confidence"] = round(grammar.confidence, 3)
-        self.emit("transcript", text=text, tier=tier, confidence=round(confidence, 3), **detail)
-        await self.push(TranscriptFrame(text=text, tier=tier, confidence=confidence,
-                                        open_text=open_text or text))
+        await self.push(TranscriptFrame(
+            text=text, tier=tier, confidence=confidence, open_text=open_text or text,
+            grammar_text=grammar.text if grammar is not None else None,
+            grammar_confidence=grammar.confidence if grammar is not None else None))

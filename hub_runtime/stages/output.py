@@ -1,12 +1,14 @@
 """Output stage: the speaker's playback buffer, the one place that knows what was played.
 
 The audio device pulls one frame per tick with :meth:`OutputStage.read_frame`; the
-stage hands out buffered TTS audio (or silence), counts every sample it has played
-(``played_samples``, the echo canceller's reference) and reports ``tts_start`` /
-``tts_end`` when an utterance's first and last samples reach the speaker.
+stage hands out buffered TTS audio (or silence) and announces, as frames sent both
+upstream and downstream, what the speaker did: an utterance started or ended (and
+whether the buffer is now drained), the words actually played, playback paused,
+resumed or cancelled.
 
 Consumes: TTSAudioFrame, BargeInFrame (pause), ResumeFrame, InterruptionFrame (flush).
-Events: ``tts_start``, ``tts_end``, ``barge_in``, ``tts_resumed``, ``tts_cancelled``.
+Emits: BotStartedSpeakingFrame, BotStoppedSpeakingFrame, SpokenFrame,
+PlaybackPausedFrame, PlaybackResumedFrame, PlaybackCancelledFrame.
 """
 
 from __future__ import annotations
@@ -16,10 +18,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..audio.format import Int16Array
-from ..frames import BargeInFrame, Frame, ResumeFrame, TTSAudioFrame
+from ..audio.format import Int16Array, samples_to_ms
+from ..frames import (
+    BargeInFrame,
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    Frame,
+    PlaybackCancelledFrame,
+    PlaybackPausedFrame,
+    PlaybackResumedFrame,
+    ResumeFrame,
+    SpokenFrame,
+    SystemFrame,
+    TTSAudioFrame,
+)
 from ..pipeline import Direction, Stage
-from .state import Activity, DialogueState
 
 
 @dataclass
@@ -33,85 +46,72 @@ class _Piece:
 class OutputStage(Stage):
     """Buffers synthesised speech and plays it out frame by frame."""
 
-    def __init__(self, state: DialogueState, *, volume: float = 1.0) -> None:
-        """Clear ``state.replying`` when a reply has been played or cancelled."""
+    def __init__(self) -> None:
+        """An empty buffer."""
         super().__init__("output")
-        self.state = state
-        self.volume = volume
         self._queue: deque[_Piece] = deque()
         self._offset = 0  # samples of the head piece already played
         self._playing: int | None = None  # utterance whose audio has started
-        self.paused = False
-        self.played_samples = 0  # every sample sent to the speaker (silence included)
-        self.speech_samples = 0  # of which hub speech
+        self._paused = False
+        self._speech_samples = 0  # of the current utterance, played so far
+
+    def announce(self, frame: SystemFrame) -> None:
+        """Tell the stages before (upstream) and the observers (downstream) what the speaker did."""
+        self.send(frame, Direction.UPSTREAM)
+        self.send(frame, Direction.DOWNSTREAM)
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Buffer audio and apply pause/resume."""
         if isinstance(frame, TTSAudioFrame):
-            self._queue.append(_Piece(frame.utterance, frame.audio.samples_i16, frame.last,
-                                      frame.text))
-        elif isinstance(frame, BargeInFrame):
-            if not self.paused:
-                self.paused = True
-                self.emit("barge_in", onset_ms=frame.onset_ms, playing=self._playing is not None)
-        elif isinstance(frame, ResumeFrame):
-            if self.paused:
-                self.paused = False
-                self.emit("tts_resumed")
+            self._queue.append(_Piece(frame.utterance, frame.audio.samples_i16, frame.last, frame.text))
+            return
+        if isinstance(frame, BargeInFrame):
+            if not self._paused:
+                self._paused = True
+                self.announce(PlaybackPausedFrame(onset_ms=frame.onset_ms, playing=self._playing is not None))
+        elif isinstance(frame, ResumeFrame) and self._paused:
+            self._paused = False
+            self.announce(PlaybackResumedFrame())
         await self.push(frame, direction)
 
     async def on_interruption(self) -> None:
-        """Drop everything buffered; report the cancelled reply."""
-        if self._queue or self._playing is not None or self.state.replying:
-            self.emit("tts_cancelled", played_ms=round(self.speech_samples / 16))
+        """Drop everything buffered; report the cancelled reply and the words heard of it."""
         if self._queue and self._offset > 0 and not self._queue[0].last:
             head = self._queue[0]  # the words of the sentence that were played, roughly
             words = head.text.split()
             said = words[: int(len(words) * self._offset / max(1, len(head.samples)))]
             if said:
-                self.state.spoken.add(" ".join(said) + " —")
+                self.announce(SpokenFrame(text=" ".join(said) + " —"))
+        if self._queue or self._playing is not None:
+            self.announce(PlaybackCancelledFrame(played_ms=samples_to_ms(self._speech_samples)))
         self._queue.clear()
         self._offset = 0
         self._playing = None
-        self.paused = False
-        self.state.replying = False
-        self.state.activity = Activity.LISTENING
-
-    @property
-    def busy(self) -> bool:
-        """Whether audio is buffered or playing."""
-        return bool(self._queue) or self._playing is not None
+        self._paused = False
 
     def read_frame(self, n: int) -> Int16Array:
         """The next ``n`` samples for the speaker (silence when paused or empty)."""
         out = np.zeros(n, dtype=np.int16)
         filled = 0
-        while not self.paused and filled < n and self._queue:
+        while not self._paused and filled < n and self._queue:
             piece = self._queue[0]
             if self._playing != piece.utterance:
                 self._playing = piece.utterance
-                self.speech_samples = 0
-                self.state.activity = Activity.SPEAKING
-                self.emit("tts_start", utterance=piece.utterance)
+                self._speech_samples = 0
+                self.announce(BotStartedSpeakingFrame(utterance=piece.utterance))
             take = min(n - filled, len(piece.samples) - self._offset)
             if take > 0:
-                chunk = piece.samples[self._offset : self._offset + take]
-                if self.volume != 1.0:
-                    chunk = np.clip(chunk * self.volume, -32768, 32767).astype(np.int16)
-                out[filled : filled + take] = chunk
+                out[filled : filled + take] = piece.samples[self._offset : self._offset + take]
                 filled += take
                 self._offset += take
-                self.speech_samples += take
+                self._speech_samples += take
             if self._offset >= len(piece.samples):
                 self._queue.popleft()
                 self._offset = 0
                 if not piece.last:
-                    self.state.spoken.add(piece.text)
-                if piece.last:
+                    self.announce(SpokenFrame(text=piece.text))
+                else:
                     self._playing = None
-                    self.emit("tts_end", utterance=piece.utterance, text=piece.text)
-                    if not self._queue:
-                        self.state.replying = False
-                        self.state.activity = Activity.IDLE
-        self.played_samples += n
+                    self.announce(BotStoppedSpeakingFrame(utterance=piece.utterance, text=piece.text,
+                                                          drained=not self._queue))
         return out

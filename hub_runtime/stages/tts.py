@@ -2,7 +2,9 @@
 
 Each sentence is sent to the output as soon as it is made, while later ones are
 still being synthesised. An interruption cancels the stage's data task between
-sentences (the pipeline base does that), so pending synthesis is dropped.
+sentences (the pipeline base does that), so pending synthesis is dropped. Every
+SpeakFrame becomes exactly one utterance closed by a ``last`` frame, even when the
+voice fails on it (the error is reported, the utterance is empty).
 
 Consumes: SpeakFrame. Emits: TTSAudioFrame (``last`` closes an utterance).
 """
@@ -11,23 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterable
-from typing import Protocol
 
 import numpy as np
 
-from ..audio.format import AudioChunk, Int16Array
+from ..audio.format import AudioChunk
+from ..engines.base import Synth
 from ..frames import Frame, SpeakFrame, TTSAudioFrame
 from ..pipeline import Direction, Stage
-
-
-class Synth(Protocol):
-    """A voice: text in, sentences of 16 kHz audio out."""
-
-    def sentences(self, text: str) -> Iterable[tuple[str, Int16Array]]:
-        """Yield (sentence, audio)."""
-        ...
-
 
 _utterances = itertools.count(1)
 
@@ -46,13 +38,17 @@ class TtsStage(Stage):
             await self.push(frame, direction)
             return
         utterance = next(_utterances)
-        sentences = iter(self.synth.sentences(frame.text))
-        while True:
-            item = await asyncio.to_thread(next, sentences, None)
-            if item is None:
-                break
-            text, audio = item
-            await self.push(TTSAudioFrame(audio=AudioChunk(audio), utterance=utterance,
-                                          text=text))
-        await self.push(TTSAudioFrame(audio=AudioChunk(np.zeros(0, np.int16)),
-                                      utterance=utterance, text=frame.text, last=True))
+        last = TTSAudioFrame(audio=AudioChunk(np.zeros(0, np.int16)), utterance=utterance, text=frame.text,
+                             last=True)
+        try:
+            sentences = iter(self.synth.sentences(frame.text))
+            while True:
+                item = await asyncio.to_thread(next, sentences, None)
+                if item is None:
+                    break
+                text, audio = item
+                await self.push(TTSAudioFrame(audio=AudioChunk(audio), utterance=utterance, text=text))
+        except Exception:
+            await self.push(last)  # the utterance still ends, so the reply is not left open
+            raise
+        await self.push(last)

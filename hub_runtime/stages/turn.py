@@ -1,4 +1,4 @@
-"""Turn stage: end of turn and barge-in decisions.
+"""Turn stage: end of turn, barge-in decisions, and whether speech is addressed to the hub.
 
 End of turn is not silence alone: when the running hypothesis is already a complete
 command of the grammar the turn closes after ``complete_silence_ms`` of silence,
@@ -8,10 +8,16 @@ Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playba
 at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech
 has lasted ``backchannel_ms`` — or it ends as a complete command — the hub stops
 for good (InterruptionFrame, which the pipeline base turns into cancellation
-everywhere downstream). Shorter speech that is no
-command ("mm-hmm", a cough) resumes playback (ResumeFrame) and is discarded.
+everywhere downstream). Shorter speech that is no command ("mm-hmm", a cough)
+resumes playback (ResumeFrame) and is discarded.
 
-Consumes: SpeechStartedFrame, PartialTranscriptFrame, InputAudioFrame.
+Sessions (wake-word mode): this stage owns them. The wake word or a SessionFrame opens
+one; the hub's reply keeps it open ``session_timeout_ms`` after the reply ends; a turn
+outside a session is discarded (EndOfTurnFrame ``discard``), never transcribed.
+
+Reads whether the hub is replying from the :class:`~..status.DialogueTracker`.
+Consumes: SpeechStartedFrame, PartialTranscriptFrame, InputAudioFrame, WakeWordFrame,
+SessionFrame, BotStoppedSpeakingFrame.
 Emits: EndOfTurnFrame (upstream, to the ASR), BargeInFrame, ResumeFrame,
 InterruptionFrame (downstream); forwards everything.
 """
@@ -22,30 +28,62 @@ import logging
 
 from ..frames import (
     BargeInFrame,
+    BotStoppedSpeakingFrame,
     EndOfTurnFrame,
     Frame,
     InputAudioFrame,
     InterruptionFrame,
     PartialTranscriptFrame,
     ResumeFrame,
+    SessionFrame,
     SpeechStartedFrame,
     WakeWordFrame,
 )
 from ..pipeline import Direction, Stage
 from ..settings import TurnSettings
-from .state import Activity, DialogueState
+from ..status import DialogueTracker
 
 _LOGGER = logging.getLogger(__name__)
+
+
+class Session:
+    """Whether speech is addressed to the hub (always, without a wake word)."""
+
+    def __init__(self, *, wake_word: bool, timeout_ms: int) -> None:
+        """Sessions are needed only in wake-word mode."""
+        self.wake_word = wake_word
+        self.timeout_ms = timeout_ms
+        self.until_ms = -1
+
+    def open(self, now_ms: int) -> None:
+        """The wake word was heard (or a session was opened from outside)."""
+        self.until_ms = now_ms + self.timeout_ms
+
+    def extend(self, now_ms: int) -> None:
+        """The hub replied: the user may answer without the wake word."""
+        if self.until_ms >= 0:
+            self.until_ms = max(self.until_ms, now_ms + self.timeout_ms)
+
+    def close(self) -> None:
+        """Close the session now."""
+        if self.wake_word:
+            self.until_ms = -1
+
+    def active(self, now_ms: int) -> bool:
+        """Whether speech is addressed to the hub now."""
+        return not self.wake_word or now_ms <= self.until_ms
 
 
 class TurnStage(Stage):
     """Decides when the user's turn ends and whether they are taking the floor."""
 
-    def __init__(self, settings: TurnSettings, state: DialogueState, *, frame_ms: int) -> None:
-        """Use these timings; read whether the hub is replying from ``state``."""
+    def __init__(self, settings: TurnSettings, tracker: DialogueTracker, *, frame_ms: int,
+                 session: Session) -> None:
+        """Use these timings; read whether the hub is replying from ``tracker``."""
         super().__init__("turn")
         self.settings = settings
-        self.state = state
+        self.tracker = tracker
+        self.session = session
         self.frame_ms = frame_ms
         self._open = False
         self._voiced_ms = 0
@@ -68,18 +106,23 @@ class TurnStage(Stage):
             else:
                 await self._watch(frame)
         elif isinstance(frame, WakeWordFrame):
-            self.state.open_session(self.now_ms())
+            self.session.open(self.now_ms())
             self._voiced_ms, self._silence_ms, self._complete = 0, 0, False
+        elif isinstance(frame, SessionFrame):
+            if frame.open:
+                self.session.open(self.now_ms())
+            else:
+                self.session.close()
+        elif isinstance(frame, BotStoppedSpeakingFrame) and frame.drained:
+            self.session.extend(self.now_ms())
 
     async def _speech_started(self, frame: SpeechStartedFrame) -> None:
         self._pre_voiced_ms = self._pre_silence_ms = 0
         if not self._open:
             self._open, self._voiced_ms, self._silence_ms = True, 0, 0
             self._complete = False
-            if not self.state.replying:
-                self.state.activity = Activity.LISTENING
         self._silence_ms = 0
-        if self.state.replying and not self._barge:
+        if self.tracker.replying and not self._barge:
             self._barge = True
             await self.push(BargeInFrame(onset_ms=frame.onset_ms))
 
@@ -88,7 +131,7 @@ class TurnStage(Stage):
         if frame.speech:
             self._pre_voiced_ms += self.frame_ms
             self._pre_silence_ms = 0
-            if (self.state.replying and not self._barge
+            if (self.tracker.replying and not self._barge
                     and self._pre_voiced_ms >= max(self.frame_ms, self.settings.barge_in_ms)):
                 self._barge = True
                 await self.push(BargeInFrame(onset_ms=frame.t_ms - self._pre_voiced_ms + self.frame_ms))
@@ -114,7 +157,7 @@ class TurnStage(Stage):
             await self._end_turn()
 
     async def _end_turn(self) -> None:
-        discard = False
+        discard = not self.session.active(self.now_ms())
         if self._barge:
             self._barge = False
             if self._complete:

@@ -3,8 +3,7 @@
 Consumes: InputAudioFrame (fills ``speech`` and ``probability``).
 While the hub speaks, an :class:`EchoGate` keeps its own echo from counting as speech.
 
-Emits: SpeechStartedFrame, SpeechStoppedFrame (and events ``speech_start``, ``speech_end``);
-forwards everything.
+Emits: SpeechStartedFrame, SpeechStoppedFrame; forwards everything.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Final
 
 import numpy as np
 
-from ..engines.vad import SpeechScorer
+from ..engines.base import SpeechScorer
 from ..frames import Frame, InputAudioFrame, SpeechStartedFrame, SpeechStoppedFrame
 from ..pipeline import Direction, Stage
 
@@ -107,7 +106,6 @@ class VadStage(Stage):
             self._run_ms += self.frame_ms
             if self._run_ms >= self.start_ms:
                 self.state = VadState.SPEAKING
-                self.emit("speech_start", onset_ms=self._edge_ms)
                 await self.push(SpeechStartedFrame(onset_ms=self._edge_ms))
             return
         if self.state is VadState.SPEAKING:
@@ -120,5 +118,4 @@ class VadStage(Stage):
             self._run_ms += self.frame_ms
             if self._run_ms >= self.stop_ms:
                 self.state = VadState.QUIET
-                self.emit("speech_end", offset_ms=self._edge_ms)
                 await self.push(SpeechStoppedFrame(offset_ms=self._edge_ms))

@@ -12,7 +12,7 @@ import pytest
 from hub_runtime.agent import Agent
 from hub_runtime.audio.format import Int16Array
 from hub_runtime.audio.synthetic import speak
-from hub_runtime.loop import Engines
+from hub_runtime.engines import Engines
 from hub_runtime.runner import RunResult, run_file
 from hub_runtime.settings import Settings
 
@@ -28,15 +28,20 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def shared_engines(settings: Settings) -> Engines:
-    """Whisper and Piper, loaded once for the session."""
-    return asyncio.run(Engines.load(settings))
+    """Whisper and Piper, loaded once for the session (no LLM: the LLM tests load their own)."""
+    return asyncio.run(Engines.load(settings, llm=False))
 
 
 @pytest.fixture
-def engines(shared_engines: Engines, settings: Settings) -> Engines:
-    """Shared models with a fresh agent (its own in-memory home)."""
-    return Engines(agent=Agent.from_settings(settings), whisper=shared_engines.whisper,
-                   synth=shared_engines.synth)
+def engines(shared_engines: Engines) -> Engines:
+    """The shared models."""
+    return shared_engines
+
+
+@pytest.fixture
+def agent(settings: Settings) -> Agent:
+    """A fresh agent: its own in-memory home."""
+    return Agent.from_settings(settings)
 
 
 @pytest.fixture(scope="session")
@@ -55,11 +60,11 @@ def voice() -> Callable[..., Int16Array]:
 
 @pytest.fixture
 def run(engines: Engines, settings: Settings) -> Callable[..., RunResult]:
-    """Run a microphone track through a loop in fast mode."""
+    """Run a microphone track through a loop (a fresh home each run) in fast mode."""
 
     def go(mic: Int16Array, **kwargs: Any) -> RunResult:
-        return asyncio.run(run_file(kwargs.pop("settings", settings), mic, engines=engines,
-                                    **kwargs))
+        s = kwargs.pop("settings", settings)
+        return asyncio.run(run_file(s, mic, engines=engines, agent=Agent.from_settings(s), **kwargs))
 
     return go
 

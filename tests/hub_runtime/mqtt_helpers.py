@@ -15,11 +15,14 @@ from typing import Any
 import numpy as np
 import paho.mqtt.client as mqtt
 
+from hub_runtime.agent import Agent
 from hub_runtime.audio.format import Int16Array
-from hub_runtime.loop import DialogueLoop, Engines
+from hub_runtime.engines import Engines
+from hub_runtime.events import EventLog
+from hub_runtime.frames import TranscriptFrame
+from hub_runtime.loop import DialogueLoop
 from hub_runtime.mqtt.bridge import MqttBridge
 from hub_runtime.pipeline import Clock
-from hub_runtime.runner import EventLog
 from hub_runtime.settings import Settings
 
 from ..mosquitto import Mosquitto, free_port, wait_port
@@ -114,13 +117,14 @@ def topic_is(topic: str, **fields: Any) -> Callable[[Message], bool]:
 class LiveHub:
     """A dialogue loop ticking in real time, bridged to MQTT; audio can be queued as the mic."""
 
-    def __init__(self, settings: Settings, engines: Engines) -> None:
+    def __init__(self, settings: Settings, engines: Engines, agent: Agent) -> None:
         """Build the loop and bridge (not started)."""
         self.settings = settings
         self.engines = engines
+        self.agent = agent
         self.log = EventLog()
-        self.loop = DialogueLoop(settings, engines, clock=Clock(realtime=True), events=self.log)
-        self.bridge = MqttBridge(settings, self.loop, engines.agent)
+        self.loop = DialogueLoop(settings, engines, agent, clock=Clock(realtime=True), events=self.log)
+        self.bridge = MqttBridge(settings, self.loop)
         self.log.listeners.append(self.bridge.on_event)
         self._mic: list[Int16Array] = []
         self._task: asyncio.Task[None] | None = None
@@ -128,6 +132,10 @@ class LiveHub:
     def speak(self, audio: Int16Array) -> None:
         """Queue audio for the microphone."""
         self._mic.append(audio)
+
+    def hear(self, text: str, confidence: float = 0.97) -> None:
+        """A turn as if the recogniser had heard these words (the frame enters at the head)."""
+        self.loop.pipeline.push(TranscriptFrame(text=text, tier="grammar", confidence=confidence, open_text=text))
 
     async def _drive(self) -> None:
         n = self.settings.audio.chunk_size

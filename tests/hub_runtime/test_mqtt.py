@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from hub_runtime.agent import Agent
-from hub_runtime.frames import TranscriptFrame
-from hub_runtime.loop import Engines
+from hub_runtime.engines import Engines
 from hub_runtime.settings import Settings
 
 from .mqtt_helpers import LiveHub, Mosquitto, Watcher, free_port, mqtt_settings, topic_is
@@ -30,21 +29,16 @@ def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
 
 
 @pytest.fixture
-def fresh(shared_engines: Engines, settings: Settings) -> Callable[[Settings], Engines]:
-    """Shared models with a fresh agent for these settings."""
-    def make(s: Settings) -> Engines:
-        return Engines(agent=Agent.from_settings(s), whisper=shared_engines.whisper,
-                       synth=shared_engines.synth)
+def fresh(shared_engines: Engines) -> Callable[[Settings], LiveHub]:
+    """A hub over the shared models with a fresh home for these settings."""
+    def make(s: Settings) -> LiveHub:
+        return LiveHub(s, shared_engines, Agent.from_settings(s))
     return make
-
-
-def _transcript(text: str) -> TranscriptFrame:
-    return TranscriptFrame(text=text, tier="grammar", confidence=0.97, open_text=text)
 
 
 @pytest.mark.parametrize("broker", ["mosquitto", "amqtt"])
 def test_every_topic_round_trip(broker: str, request: pytest.FixtureRequest, tmp_path: Path,
-                                settings: Settings, fresh: Callable[[Settings], Engines]) -> None:
+                                settings: Settings, fresh: Callable[[Settings], LiveHub]) -> None:
     if broker == "mosquitto":
         port, embedded = request.getfixturevalue("mosquitto").port, False
     else:
@@ -52,7 +46,7 @@ def test_every_topic_round_trip(broker: str, request: pytest.FixtureRequest, tmp
     s = mqtt_settings(settings, tmp_path, port=port, embedded=embedded)
 
     async def go() -> None:
-        async with LiveHub(s, fresh(s)) as hub:
+        async with fresh(s) as hub:
             w = await asyncio.to_thread(Watcher, port, ["duplex_hub/#", "hermes/#"])
             try:
                 await _exercise(hub, w)
@@ -97,7 +91,7 @@ async def _exercise(hub: LiveHub, w: Watcher) -> None:
     assert resp["intent"]["name"] == "HassGetState" and resp["response"] == "Yes"
 
     # spoken intent: a transcript through the loop publishes an intent with speech fields
-    hub.loop.router.enqueue(_transcript("turn off the office fan"))
+    hub.hear("turn off the office fan")
     intent = (await w.wait_for(lambda m: m.topic == f"{BASE}/intent"
                                and m.json()["request_id"] is None)).json()
     assert intent["intent"]["name"] == "HassTurnOff" and intent["intent"]["targets"] == ["fan.office"]
@@ -117,12 +111,12 @@ async def _exercise(hub: LiveHub, w: Watcher) -> None:
     # mute / unmute / volume -> retained state
     w.publish(f"{BASE}/mute", b"")
     await w.wait_for(topic_is(f"{BASE}/state", muted=True))
-    assert hub.loop.muted
+    assert hub.loop.status().muted
     w.publish(f"{BASE}/unmute", b"")
     await w.wait_for(topic_is(f"{BASE}/state", muted=False))
     w.publish(f"{BASE}/volume", {"volume": 0.5})
     await w.wait_for(topic_is(f"{BASE}/state", volume=0.5))
-    assert hub.loop.output.volume == 0.5
+    assert hub.loop.status().volume == 0.5
 
     # session start / end with text
     w.publish(f"{BASE}/session/start", {"text": "Yes?"})
@@ -177,7 +171,7 @@ async def _exercise(hub: LiveHub, w: Watcher) -> None:
 
 def test_broker_killed_and_restarted_loses_no_intent(mosquitto: Mosquitto, tmp_path: Path,
                                                      settings: Settings,
-                                                     fresh: Callable[[Settings], Engines]) -> None:
+                                                     fresh: Callable[[Settings], LiveHub]) -> None:
     s = mqtt_settings(settings, tmp_path, port=mosquitto.port, embedded=False)
     texts = ["turn on the kitchen light", "turn off the kitchen light", "turn off the office fan"]
     n = 30
@@ -187,13 +181,13 @@ def test_broker_killed_and_restarted_loses_no_intent(mosquitto: Mosquitto, tmp_p
         w = await asyncio.to_thread(Watcher, mosquitto.port, [f"{BASE}/intent"],
                                     client_id="durable-watcher", persistent=True)
         await asyncio.sleep(1.5)  # mosquitto saves the session to disk (autosave_interval 1)
-        async with LiveHub(s, fresh(s)) as hub:
+        async with fresh(s) as hub:
             for i in range(n):
                 if i == 10:
                     await asyncio.to_thread(mosquitto.kill)
                 if i == 20:
                     await asyncio.to_thread(mosquitto.start)
-                hub.loop.router.enqueue(_transcript(texts[i % 3]))
+                hub.hear(texts[i % 3])
                 await asyncio.sleep(0.15)
             sent = [e["id"] for e in hub.events("intent")]
             assert hub.bridge.outbox is not None and hub.bridge.link is not None
@@ -218,14 +212,14 @@ def test_broker_killed_and_restarted_loses_no_intent(mosquitto: Mosquitto, tmp_p
 
 
 def test_catalog_update_changes_what_is_heard(tmp_path: Path, settings: Settings,
-                                             fresh: Callable[[Settings], Engines],
+                                             fresh: Callable[[Settings], LiveHub],
                                              voice: Callable[..., Any]) -> None:
     port = free_port()
     s = mqtt_settings(settings, tmp_path, port=port, embedded=True)
     import numpy as np
 
     async def go() -> None:
-        async with LiveHub(s, fresh(s)) as hub:
+        async with fresh(s) as hub:
             w = await asyncio.to_thread(Watcher, port, [f"{BASE}/#"])
             w.publish(f"{BASE}/catalog", [{"entity_id": "light.lava_lamp", "name": "Lava Lamp",
                                            "area": "Den"}])
@@ -240,11 +234,11 @@ def test_catalog_update_changes_what_is_heard(tmp_path: Path, settings: Settings
 
 
 def test_mqtt5_and_a_refused_login(mosquitto: Mosquitto, tmp_path: Path, settings: Settings,
-                                   fresh: Callable[[Settings], Engines]) -> None:
+                                   fresh: Callable[[Settings], LiveHub]) -> None:
     s = mqtt_settings(settings, tmp_path, port=mosquitto.port, embedded=False, protocol="5")
 
     async def go() -> None:
-        async with LiveHub(s, fresh(s)) as hub:
+        async with fresh(s) as hub:
             import paho.mqtt.client as mqtt
 
             w = await asyncio.to_thread(Watcher, mosquitto.port, [f"{BASE}/#"], protocol=mqtt.MQTTv5)
@@ -258,24 +252,24 @@ def test_mqtt5_and_a_refused_login(mosquitto: Mosquitto, tmp_path: Path, setting
 
 
 def test_a_controller_executes_intents_and_the_hub_speaks_its_result(
-        tmp_path: Path, settings: Settings, fresh: Callable[[Settings], Engines]) -> None:
+        tmp_path: Path, settings: Settings, fresh: Callable[[Settings], LiveHub]) -> None:
     port = free_port()
     s = mqtt_settings(settings, tmp_path, port=port, embedded=True)
 
     async def go() -> None:
-        async with LiveHub(s, fresh(s)) as hub:
+        async with fresh(s) as hub:
             w = await asyncio.to_thread(Watcher, port, [f"{BASE}/#"])
-            kitchen = hub.engines.agent.model.catalog.get("light.kitchen")
+            kitchen = hub.agent.model.catalog.get("light.kitchen")
             assert kitchen is not None and kitchen.state == "off"
             w.publish(f"{BASE}/controller", {"name": "Home Assistant", "timeout_s": 0.8}, retain=True)
             for _ in range(100):
-                if hub.engines.agent.controller is not None:
+                if hub.agent.controller is not None:
                     break
                 await asyncio.sleep(0.02)
-            assert hub.engines.agent.controller is not None
+            assert hub.agent.controller is not None
 
             # a spoken intent waits for the controller's result and speaks it; the hub does not act
-            hub.loop.router.enqueue(_transcript("turn on the kitchen light"))
+            hub.hear("turn on the kitchen light")
             intent = (await w.wait_for(topic_is(f"{BASE}/intent"))).json()
             assert await w.wait_for(topic_is(f"{BASE}/state", state="thinking"))
             w.publish(f"{BASE}/intent/result", {"id": intent["id"], "text": "Turned on the light",
@@ -292,33 +286,33 @@ def test_a_controller_executes_intents_and_the_hub_speaks_its_result(
             assert kitchen.state == "off"
 
             # a result with no text: the hub says its own rendering
-            hub.loop.router.enqueue(_transcript("turn on the kitchen light"))
+            hub.hear("turn on the kitchen light")
             quiet = (await w.wait_for(topic_is(f"{BASE}/intent", request_id=None))).json()
             w.publish(f"{BASE}/intent/result", {"id": quiet["id"], "success": True})
             resp = (await w.wait_for(topic_is(f"{BASE}/event/response"))).json()
             assert resp["text"] == r["response"]
 
             # the controller's states arrive as a catalog with the same names: no rebuild
-            model = hub.engines.agent.model
+            model = hub.agent.model
             catalog = model.catalog.to_dict()
             for e in catalog["entities"]:
                 if e["entity_id"] == "light.kitchen":
                     e["state"] = "on"
             w.publish(f"{BASE}/catalog", catalog)
             applied = (await w.wait_for(topic_is(f"{BASE}/event/catalog_applied"))).json()
-            assert applied["rebuilt"] is False and hub.engines.agent.model is model
+            assert applied["rebuilt"] is False and hub.agent.model is model
             assert kitchen.state == "on"
 
             # no answer in time: an apology, and the loop goes on
-            hub.loop.router.enqueue(_transcript("turn off the office fan"))
+            hub.hear("turn off the office fan")
             late = (await w.wait_for(topic_is(f"{BASE}/intent", request_id=None))).json()
             resp = (await w.wait_for(lambda m: m.topic == f"{BASE}/event/response"
                                      and "did not answer" in m.json()["text"])).json()
             assert resp["text"] == "Sorry, Home Assistant did not answer."
-            assert hub.engines.agent.results.waiting == 0
+            assert hub.agent.results.waiting == 0
 
             # a result that fails with no text: the hub says so
-            hub.loop.router.enqueue(_transcript("turn off the office fan"))
+            hub.hear("turn off the office fan")
             intent = (await w.wait_for(topic_is(f"{BASE}/intent", request_id=None))).json()
             assert intent["id"] != late["id"]
             w.publish(f"{BASE}/intent/result", {"id": intent["id"], "success": False})
@@ -327,12 +321,12 @@ def test_a_controller_executes_intents_and_the_hub_speaks_its_result(
             # an empty controller payload makes the hub standalone again
             w.publish(f"{BASE}/controller", b"", retain=True)
             for _ in range(100):
-                if hub.engines.agent.controller is None:
+                if hub.agent.controller is None:
                     break
                 await asyncio.sleep(0.02)
             w.publish(f"{BASE}/ask", {"id": "q2", "text": "turn on the office fan"})
             r = (await w.wait_for(topic_is(f"{BASE}/ask/response", id="q2"))).json()
-            assert r["response"] and hub.engines.agent.model.catalog.get("fan.office").state == "on"
+            assert r["response"] and hub.agent.model.catalog.get("fan.office").state == "on"
             await asyncio.to_thread(w.close)
 
     asyncio.run(go())

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hub_runtime.mqtt import messages as m
-from hub_runtime.mqtt import topics as t
+from hub_runtime import protocol as t
+from hub_runtime.mqtt import hermes
+from hub_runtime.mqtt.bridge import CatalogUpdate, parse_inbound
 from hub_runtime.mqtt.outbox import Outbox
 
-INBOUND = (*t.COMMANDS, *t.HERMES_IN)
+INBOUND = (*t.COMMANDS, *hermes.INBOUND)
 LIMIT = 4096
 
 _json_values = st.recursive(
@@ -39,17 +40,17 @@ _payloads = (
 @given(topic=st.sampled_from(INBOUND), payload=_payloads)
 def test_fuzzed_payloads_give_a_command_or_bad_payload(topic: str, payload: bytes) -> None:
     try:
-        command = m.parse(topic, payload, max_bytes=LIMIT)
-    except m.BadPayload as err:
+        command = parse_inbound(topic, payload, max_bytes=LIMIT)
+    except t.BadPayload as err:
         assert str(err)  # a reason to log
         return
     # what got through is well-typed
-    if isinstance(command, m.Say | m.HermesSay):
+    if isinstance(command, t.Say | hermes.HermesSay):
         assert isinstance(command.text, str) and command.text
-    if isinstance(command, m.Volume):
+    if isinstance(command, t.Volume):
         assert 0.0 <= command.volume <= 4.0
-    if isinstance(command, m.Ask):
-        assert command.text and command.id
+    if isinstance(command, t.Ask):
+        assert command.text and command.id and isinstance(command.id, str)
 
 
 @pytest.mark.parametrize(("topic", "payload", "reason"), [
@@ -62,35 +63,37 @@ def test_fuzzed_payloads_give_a_command_or_bad_payload(topic: str, payload: byte
     (t.VOLUME, b"NaN", "is not a number"),
     (t.VOLUME, b'{"volume": 9}', "out of range"),
     (t.CATALOG, b'[{"entity_id": "light.x"}]', "name"),
-    (t.HERMES_TTS_SAY, b"[]", "not a JSON object"),
+    (hermes.TTS_SAY, b"[]", "not a JSON object"),
     (t.SAY, b"x" * (LIMIT + 1), "larger than the limit"),
 ])
 def test_bad_payloads_name_the_reason(topic: str, payload: bytes, reason: str) -> None:
-    with pytest.raises(m.BadPayload, match=reason):
-        m.parse(topic, payload, max_bytes=LIMIT)
+    with pytest.raises(t.BadPayload, match=reason):
+        parse_inbound(topic, payload, max_bytes=LIMIT)
 
 
 @pytest.mark.parametrize(("topic", "payload", "expected"), [
-    (t.SAY, b"Dinner is ready", m.Say(text="Dinner is ready")),
-    (t.SAY, b'{"text": "Now", "interrupt": true, "id": 7}', m.Say(text="Now", interrupt=True, id="7")),
-    (t.VOLUME, b"0.5", m.Volume(volume=0.5)),
-    (t.MUTE, b"anything", m.Mute(muted=True)),
-    (t.SESSION_END, b"", m.Session(start=False)),
+    (t.SAY, b"Dinner is ready", t.Say(text="Dinner is ready")),
+    (t.SAY, b'{"text": "Now", "interrupt": true, "id": 7}', t.Say(text="Now", interrupt=True, id="7")),
+    (t.VOLUME, b"0.5", t.Volume(volume=0.5)),
+    (t.MUTE, b"anything", t.Mute(muted=True)),
+    (t.SESSION_END, b"", t.SessionCommand(start=False)),
+    (t.CONTROLLER, b"", None),
+    (t.CONTROLLER, b'{"name": "Home Assistant"}', t.Controller(name="Home Assistant", timeout_s=5.0)),
     (t.INTENT_RESULT, b'{"id": "i1", "text": "Done", "targets": ["light.a"]}',
-     m.IntentResult(id="i1", text="Done", targets=("light.a",))),
-    (t.HERMES_NLU_QUERY, b'{"input": "turn on the light", "siteId": "den"}',
-     m.HermesQuery(input="turn on the light", id=None, session_id=None, site_id="den")),
+     t.IntentResult(id="i1", text="Done", targets=("light.a",))),
+    (hermes.NLU_QUERY, b'{"input": "turn on the light", "siteId": "den"}',
+     hermes.HermesQuery(input="turn on the light", id=None, session_id=None, site_id="den")),
 ])
 def test_good_payloads(topic: str, payload: bytes, expected: Any) -> None:
-    assert m.parse(topic, payload, max_bytes=LIMIT) == expected
+    assert parse_inbound(topic, payload, max_bytes=LIMIT) == expected
 
 
 def test_catalog_may_be_larger_than_other_payloads() -> None:
     entities = [{"entity_id": f"light.l{i}", "name": f"Lamp {i}"} for i in range(200)]
     payload = json.dumps(entities).encode()
     assert len(payload) > LIMIT
-    update = m.parse(t.CATALOG, payload, max_bytes=LIMIT)
-    assert isinstance(update, m.CatalogUpdate) and len(update.catalog) == 200
+    update = parse_inbound(t.CATALOG, payload, max_bytes=LIMIT)
+    assert isinstance(update, CatalogUpdate) and len(update.catalog) == 200
 
 
 def test_outbox_keeps_order_and_survives_reopen(tmp_path: Path) -> None:

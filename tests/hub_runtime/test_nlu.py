@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import subprocess
@@ -16,6 +17,7 @@ from hub_runtime.grammar.automaton import number_words, snap, tokenize
 from hub_runtime.grammar.pronounce import ipa_to_arpabet
 from hub_runtime.nlu import words_to_digits
 from hub_runtime.settings import Settings
+from hub_runtime.understanding import Reply, Understanding
 
 from .conftest import EXAMPLE_CATALOG
 
@@ -23,6 +25,11 @@ from .conftest import EXAMPLE_CATALOG
 @pytest.fixture
 def agent() -> Agent:
     return Agent(HomeModel(Catalog.load(EXAMPLE_CATALOG), Settings()))
+
+
+def respond(agent: Agent, text: str) -> Reply:
+    """A typed turn through the understanding service (grammar only), standalone."""
+    return asyncio.run(Understanding(agent, None).answer(text))
 
 
 @pytest.mark.parametrize(
@@ -56,32 +63,34 @@ def test_intents_on_text(agent: Agent, text: str, name: str, targets: list[str],
 
 
 def test_state_question_answers_truthfully_after_a_command(agent: Agent) -> None:
-    assert agent.respond("is the kitchen light on").response.startswith("No")
-    turned = agent.respond("turn on the kitchen light")
+    assert respond(agent, "is the kitchen light on").response.startswith("No")
+    turned = respond(agent, "turn on the kitchen light")
     assert turned.response == "Turned on the light"
     assert agent.model.catalog.get("light.kitchen").state == "on"  # type: ignore[union-attr]
-    asked = agent.respond("is the kitchen light on")
+    asked = respond(agent, "is the kitchen light on")
     assert asked.response == "Yes"
     assert asked.intent is not None and asked.intent.name == "HassGetState"
     assert agent.model.catalog.get("light.kitchen").state == "on"  # type: ignore[union-attr]
 
 
 def test_light_set_and_position_change_state(agent: Agent) -> None:
-    agent.respond("set the kitchen light brightness to 50 percent")
+    respond(agent, "set the kitchen light brightness to 50 percent")
     kitchen = agent.model.catalog.get("light.kitchen")
     assert kitchen is not None and kitchen.state == "on" and kitchen.attributes["brightness"] == 128
-    agent.respond("set the bedroom blinds to 0 percent")
+    respond(agent, "set the bedroom blinds to 0 percent")
     blinds = agent.model.catalog.get("cover.bedroom_blinds")
     assert blinds is not None and blinds.state == "closed"
 
 
 def test_time_reply_uses_the_template(agent: Agent) -> None:
-    reply = agent.respond("what time is it", now=dt.datetime(2026, 1, 1, 15, 7))
-    assert reply.response == "3:07 PM"
+    intent = agent.recognize("what time is it")
+    assert intent is not None
+    outcome = asyncio.run(agent.act(intent, intent_id="t", now=dt.datetime(2026, 1, 1, 15, 7)))
+    assert outcome.response == "3:07 PM"
 
 
 def test_out_of_grammar_gives_no_intent(agent: Agent) -> None:
-    reply = agent.respond("what is the capital of france")
+    reply = respond(agent, "what is the capital of france")
     assert reply.intent is None and reply.source is None
     assert reply.response
 
@@ -90,8 +99,6 @@ def test_catalog_change_changes_what_is_recognised(agent: Agent) -> None:
     assert agent.recognize("turn on the aquarium pump") is None
     catalog = Catalog.from_dict({"entities": [
         {"entity_id": "switch.aquarium", "name": "Aquarium Pump", "area": "Den"}]})
-    import asyncio
-
     asyncio.run(agent.replace_catalog(catalog, Settings()))
     intent = agent.recognize("turn on the aquarium pump")
     assert intent is not None and intent.targets == ["switch.aquarium"]

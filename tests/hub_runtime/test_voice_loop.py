@@ -13,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hub_runtime.agent import Agent
 from hub_runtime.audio.format import read_wav, write_wav
 from hub_runtime.audio.synthetic import scene, speech_bounds_ms
 from hub_runtime.catalog import Catalog
-from hub_runtime.loop import DialogueLoop, Engines
+from hub_runtime.engines import Engines
+from hub_runtime.events import EventLog
+from hub_runtime.loop import DialogueLoop
 from hub_runtime.pipeline import Clock
-from hub_runtime.runner import EventLog, RunResult
+from hub_runtime.runner import RunResult
 from hub_runtime.settings import Settings
 
 from .conftest import EXAMPLE_CATALOG, of_type
@@ -134,7 +137,7 @@ def test_human_recording_outside_the_grammar(run: Callable[..., RunResult]) -> N
 
 
 def test_catalog_change_is_heard_without_dropping_audio(
-    engines: Engines, voice: Callable[..., np.ndarray],
+    engines: Engines, agent: Agent, voice: Callable[..., np.ndarray],
 ) -> None:
     utt = voice("turn on the aquarium pump")
     mic = scene([(300, utt)], 300 + len(utt) // 16 + 1500)
@@ -143,16 +146,16 @@ def test_catalog_change_is_heard_without_dropping_audio(
 
     async def go() -> list[dict]:
         log = EventLog()
-        loop = DialogueLoop(settings, engines, clock=Clock(realtime=False), events=log)
+        loop = DialogueLoop(settings, engines, agent, clock=Clock(realtime=False), events=log)
         await loop.start()
         fed = 0
         try:
-            rebuild = asyncio.create_task(engines.agent.replace_catalog(new, settings))
+            rebuild = asyncio.create_task(loop.set_catalog(new))
             while not rebuild.done():  # the loop keeps taking frames while the grammar builds
                 loop.tick(np.zeros(480, np.int16), fed * 30)
                 fed += 1
                 await asyncio.sleep(0.01)
-            await loop.asr.reload()
+            assert rebuild.result() is True
             for i in range(0, len(mic), 480):
                 loop.pipeline.clock.position_ms = (fed + i // 480) * 30
                 loop.tick(mic[i : i + 480], loop.pipeline.clock.position_ms)
@@ -193,7 +196,7 @@ def test_run_cli_converts_input_and_writes_events_and_output(
 
 
 def test_echo_room_mixes_the_hub_back_into_the_mic() -> None:
-    from hub_runtime.loop import EchoRoom, parse_echo
+    from hub_runtime.audio.synthetic import EchoRoom, parse_echo
 
     assert parse_echo("40:0.5") == (40, 0.5)
     with pytest.raises(ValueError, match="DELAY_MS:GAIN"):
@@ -252,7 +255,7 @@ def test_echo_canceller_removes_a_delayed_copy() -> None:
 
 
 def test_wake_word_opens_a_session(
-    engines: Engines, voice: Callable[..., np.ndarray],
+    engines: Engines, agent: Agent, voice: Callable[..., np.ndarray],
 ) -> None:
     from hub_runtime.runner import run_file
     from hub_runtime.settings import WakeWordSettings
@@ -261,7 +264,7 @@ def test_wake_word_opens_a_session(
     cmd = voice("turn on the kitchen light")
     wake = voice("okay nabu")
     mic = scene([(500, cmd), (4000, wake), (5500, cmd)], 9000)
-    result = asyncio.run(run_file(settings, mic, engines=engines))
+    result = asyncio.run(run_file(settings, mic, engines=engines, agent=agent))
     ev = result.events
     woke = of_type(ev, "wake_word")
     assert len(woke) == 1 and 4000 <= woke[0]["t_ms"] <= 5500

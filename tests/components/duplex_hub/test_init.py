@@ -10,6 +10,7 @@ from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.duplex_hub import diagnostics
+from custom_components.duplex_hub import protocol as p
 from custom_components.duplex_hub.const import DOMAIN
 
 from ..conftest import BASE, collect, hub_entry, publish, wait_until
@@ -61,9 +62,9 @@ async def test_entities_follow_the_hub(hass: HomeAssistant, home: dict[str, str]
     await publish(hass, f"{BASE}/state", {"state": "speaking", "muted": True, "volume": 1.0}, retain=True)
     await wait_until(hass, lambda: hass.states.get(state_id).state == "speaking", 10, "speaking")
     assert hass.states.get(mute_id).state == "on"
-    await publish(hass, f"{BASE}/event/transcript", {"t_ms": 900, "type": "transcript", "text": "hello hub"})
-    await publish(hass, f"{BASE}/event/speech_end", {"t_ms": 1000, "type": "speech_end"})
-    await publish(hass, f"{BASE}/event/tts_start", {"t_ms": 1320, "type": "tts_start"})
+    for event in (p.Transcript(t_ms=900, text="hello hub"), p.SpeechEnd(t_ms=1000, offset_ms=990),
+                  p.TtsStart(t_ms=1320, utterance=1)):
+        await publish(hass, f"{BASE}/event/{event.type}", event.to_json())
     await wait_until(hass, lambda: hass.states.get(latency_id).state == "320", 10, "the latency")
     assert hass.states.get(transcript_id).state == "hello hub"
     assert hass.states.get(latency_id).attributes["unit_of_measurement"] == "ms"
@@ -73,7 +74,7 @@ async def test_entities_follow_the_hub(hass: HomeAssistant, home: dict[str, str]
     await hass.services.async_call("switch", "turn_off", {"entity_id": mute_id}, blocking=True)
     await hass.services.async_call(DOMAIN, "say", {"text": "Dinner is ready.", "interrupt": True}, blocking=True)
     await wait_until(hass, lambda: unmutes.messages and says.messages, 10, "unmute and say")
-    assert says.json() == [{"text": "Dinner is ready.", "interrupt": True}]
+    assert [p.Say.from_dict(d) for d in says.json()] == [p.Say(text="Dinner is ready.", interrupt=True)]
 
     # malformed payloads are logged and dropped
     hub = entry.runtime_data

@@ -1,0 +1,158 @@
+"""The interfaces of the model engines (protocols): a new engine is one file that fits one.
+
+Every engine here is synchronous and is called from a worker thread, one chunk, sentence
+or token at a time, so that an interruption can cut in between; LLM engines stream
+asynchronously and stop within one token when the caller stops iterating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ..audio.format import Int16Array
+
+
+class SpeechScorer(Protocol):
+    """Scores one frame of audio for speech."""
+
+    def score(self, frame: Int16Array) -> float:
+        """Speech score of this frame, 0..1."""
+        ...
+
+    def reset(self) -> None:
+        """Forget history."""
+        ...
+
+
+class Synth(Protocol):
+    """A voice: text in, sentences of audio at the loop's rate out."""
+
+    def sentences(self, text: str) -> Iterable[tuple[str, Int16Array]]:
+        """Yield (sentence, audio), one sentence per step."""
+        ...
+
+
+@dataclass(frozen=True)
+class WhisperResult:
+    """A free transcript and its mean token log-probability."""
+
+    text: str
+    logprob: float
+
+
+class Transcriber(Protocol):
+    """Open-vocabulary speech recognition of one utterance (the second tier)."""
+
+    def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "") -> WhisperResult:
+        """Transcribe float32 audio at the loop's rate with an optional initial prompt."""
+        ...
+
+
+class WakeWordDetector(Protocol):
+    """Spots one wake word in a stream of audio."""
+
+    name: str
+
+    def process(self, pcm: bytes) -> bool:
+        """Feed raw 16-bit PCM; True when the wake word ends in it."""
+        ...
+
+    def reset(self) -> None:
+        """Forget state after a detection."""
+        ...
+
+
+class EchoCanceller(Protocol):
+    """Removes the speaker's echo from microphone frames."""
+
+    def process(self, mic: Int16Array, reference: Int16Array) -> Int16Array:
+        """The mic frame without the echo of ``reference`` (played in the same tick)."""
+        ...
+
+    def close(self) -> None:
+        """Free native state."""
+        ...
+
+
+# -- LLM ------------------------------------------------------------------------------------
+class EngineError(RuntimeError):
+    """The engine could not answer (missing model, server down, timeout)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: str  # system | user | assistant
+    content: str
+
+
+@dataclass
+class Stats:
+    """Figures of the last generation."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt, reused from the previous evaluation
+    generated_tokens: int = 0
+    prompt_s: float = 0.0  # until the first token
+    total_s: float = 0.0
+    cancelled: bool = False
+    dropped_turns: int = 0  # history pairs dropped to fit the context
+    history: list[tuple[int, int]] = field(default_factory=list)  # (prompt, cached) per call
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How to sample."""
+
+    max_new_tokens: int = 64
+    temperature: float = 0.7
+    repetition_penalty: float = 1.2
+    seed: int | None = None
+
+
+class LlmEngine(Protocol):
+    """A chat model: count the tokens of a chat, stream a completion."""
+
+    name: str
+    context_size: int
+    stats: Stats
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """Tokens of the prompt these messages make."""
+        ...
+
+    def stream(self, messages: Sequence[Message], *, grammar: str | None, sampling: Sampling,
+               budget: int | None = None) -> AsyncGenerator[str, None]:
+        """Text pieces as they are generated.
+
+        With ``budget`` the oldest history pairs are dropped until the prompt fits
+        (``stats.dropped_turns`` says how many).
+        """
+        ...
+
+    async def close(self) -> None:
+        """Free resources (a child process, a connection)."""
+        ...
+
+
+def fit(count: Callable[[Sequence[Message]], int], messages: Sequence[Message],
+        budget: int) -> tuple[list[Message], int]:
+    """Drop the oldest history pairs (then cut the last message) until the prompt fits ``budget``."""
+    msgs = list(messages)
+    dropped = 0
+    while count(msgs) > budget and len(msgs) > 2:
+        del msgs[1:3]  # the system prompt stays; the oldest user/assistant pair goes
+        dropped += 1
+    while count(msgs) > budget and len(msgs[-1].content) > 1:
+        last = msgs[-1]
+        msgs[-1] = Message(last.role, last.content[len(last.content) // 2:])
+    while count(msgs) > budget and len(msgs[0].content) > 1:  # a system prompt larger than the context
+        first = msgs[0]
+        msgs[0] = Message(first.role, first.content[: len(first.content) // 2])
+    return msgs, dropped
