@@ -73,21 +73,18 @@ async def async_setup_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry) ->
         prefer_local=entry.options.get(CONF_PREFER_LOCAL, False),
     )
     client.options = dict(entry.options)
-    await client.async_start()
+    await client.async_start()  # ConfigEntryNotReady (retried) without the broker; nothing left behind
     entry.runtime_data = client
-    entry.async_on_unload(entry.add_update_listener(_async_options_updated))
-    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    try:
+        await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    except Exception:
+        await client.async_stop()
+        raise
     return True
 
 
-async def _async_options_updated(hass: HomeAssistant, entry: DuplexHubConfigEntry) -> None:
-    """Reload for new options (not for other entry updates, such as discovery keys)."""
-    if dict(entry.options) != entry.runtime_data.options:
-        await hass.config_entries.async_reload(entry.entry_id)
-
-
 async def async_unload_entry(hass: HomeAssistant, entry: DuplexHubConfigEntry) -> bool:
-    """Unsubscribe; the hub goes back to acting on its own."""
+    """Unsubscribe; the hub goes back to acting on its own (succeeds with the broker down too)."""
     unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
     if unloaded:
         await entry.runtime_data.async_stop()

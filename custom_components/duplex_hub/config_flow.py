@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import voluptuous as vol
+from homeassistant import config_entries
 from homeassistant.components import mqtt
 from homeassistant.config_entries import ConfigFlow, ConfigFlowResult, OptionsFlow
 from homeassistant.core import HomeAssistant, callback
@@ -23,8 +24,9 @@ from .const import (
     CONF_NAME,
     CONF_PREFER_LOCAL,
     DOMAIN,
+    EXECUTED_INTENTS,
 )
-from .protocol import ONLINE, SUPPORTED_INTENTS, BadPayload, Discovery, Topics, discovery_topic
+from .protocol import ONLINE, BadPayload, Discovery, Topics, discovery_topic
 
 _LOGGER = logging.getLogger(__name__)
 ANNOUNCEMENT_GRACE_S: Final = 0.5  # the announcement may trail the availability
@@ -134,44 +136,50 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
             return self.async_abort(reason="mqtt_not_connected")
         errors: dict[str, str] = {}
         if user_input is not None:
-            target = parse_target(user_input[CONF_HUB_ID])
-            if target is None:
-                errors[CONF_HUB_ID] = "invalid_hub_id"
-            else:
-                hub_id, base = target
-                await self.async_set_unique_id(hub_id)
-                self._abort_if_unique_id_configured()
-                error, info = await async_check_online(self.hass, hub_id, base)
-                if error:
-                    errors["base"] = error
-                else:
-                    name = (info.name if info else "") or hub_id
-                    return self.async_create_entry(title=name, data={
-                        CONF_HUB_ID: hub_id, CONF_BASE_TOPIC: base, CONF_NAME: name})
+            found = await self._online_target(user_input[CONF_HUB_ID], CONF_HUB_ID, errors, same_hub=False)
+            if found is not None:
+                hub_id, base, info = found
+                name = (info.name if info else "") or hub_id
+                return self.async_create_entry(title=name, data={
+                    CONF_HUB_ID: hub_id, CONF_BASE_TOPIC: base, CONF_NAME: name})
         return self.async_show_form(
             step_id="user", errors=errors,
             data_schema=self.add_suggested_values_to_schema(
                 vol.Schema({vol.Required(CONF_HUB_ID): str}), user_input or {}))
+
+    async def _online_target(self, raw: str, key: str, errors: dict[str, str], *,
+                             same_hub: bool) -> tuple[str, str, Discovery | None] | None:
+        """The hub a typed id or topic names, once it answers; None with ``errors`` filled.
+
+        ``same_hub``: reconfiguring, so it must be the entry's hub; otherwise a new one.
+        """
+        target = parse_target(raw)
+        if target is None:
+            errors[key] = "invalid_hub_id"
+            return None
+        hub_id, base = target
+        await self.async_set_unique_id(hub_id)
+        if same_hub:
+            self._abort_if_unique_id_mismatch(reason="wrong_hub")
+        else:
+            self._abort_if_unique_id_configured()
+        error, info = await async_check_online(self.hass, hub_id, base)
+        if error:
+            errors["base"] = error
+            return None
+        return hub_id, base, info
 
     async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Change the name or the base topic of the same hub."""
         entry = self._get_reconfigure_entry()
         errors: dict[str, str] = {}
         if user_input is not None:
-            target = parse_target(user_input[CONF_BASE_TOPIC])
-            if target is None:
-                errors[CONF_BASE_TOPIC] = "invalid_hub_id"
-            else:
-                hub_id, base = target
-                await self.async_set_unique_id(hub_id)
-                self._abort_if_unique_id_mismatch(reason="wrong_hub")
-                error, _info = await async_check_online(self.hass, hub_id, base)
-                if error:
-                    errors["base"] = error
-                else:
-                    name = user_input.get(CONF_NAME) or entry.data.get(CONF_NAME) or hub_id
-                    return self.async_update_reload_and_abort(
-                        entry, title=name, data_updates={CONF_BASE_TOPIC: base, CONF_NAME: name})
+            found = await self._online_target(user_input[CONF_BASE_TOPIC], CONF_BASE_TOPIC, errors, same_hub=True)
+            if found is not None:
+                hub_id, base, _info = found
+                name = user_input.get(CONF_NAME) or entry.data.get(CONF_NAME) or hub_id
+                return self.async_update_reload_and_abort(
+                    entry, title=name, data_updates={CONF_BASE_TOPIC: base, CONF_NAME: name})
         schema = vol.Schema({vol.Required(CONF_BASE_TOPIC): str, vol.Optional(CONF_NAME): str})
         return self.async_show_form(
             step_id="reconfigure", errors=errors,
@@ -179,7 +187,13 @@ class DuplexHubConfigFlow(ConfigFlow, domain=DOMAIN):
                 CONF_BASE_TOPIC: entry.data[CONF_BASE_TOPIC], CONF_NAME: entry.data.get(CONF_NAME, "")}))
 
 
-class DuplexHubOptionsFlow(OptionsFlow):
+# Home Assistant 2025.8 and later reload an entry after its options flow (the update-listener
+# pattern is deprecated from 2026.6); before it, the flow schedules the reload itself.
+_OptionsFlowBase: type[OptionsFlow] = getattr(config_entries, "OptionsFlowWithReload", OptionsFlow)
+_RELOADS_ITSELF = _OptionsFlowBase is not OptionsFlow
+
+
+class DuplexHubOptionsFlow(_OptionsFlowBase):  # type: ignore[valid-type,misc]
     """Language, whether Home Assistant's own sentences go first, which intents may run."""
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
@@ -189,7 +203,9 @@ class DuplexHubOptionsFlow(OptionsFlow):
             if not user_input.get(CONF_ALLOWED_INTENTS):
                 errors[CONF_ALLOWED_INTENTS] = "no_intents"
             else:
-                return self.async_create_entry(data=user_input)
+                if not _RELOADS_ITSELF and dict(user_input) != dict(self.config_entry.options):
+                    self.hass.config_entries.async_schedule_reload(self.config_entry.entry_id)
+                return cast(ConfigFlowResult, self.async_create_entry(data=user_input))
         options = self.config_entry.options
         schema = vol.Schema({
             vol.Required(CONF_LANGUAGE, default=options.get(CONF_LANGUAGE, self.hass.config.language)):
@@ -197,9 +213,9 @@ class DuplexHubOptionsFlow(OptionsFlow):
             vol.Required(CONF_PREFER_LOCAL, default=options.get(CONF_PREFER_LOCAL, False)):
                 selector.BooleanSelector(),
             vol.Required(CONF_ALLOWED_INTENTS,
-                         default=options.get(CONF_ALLOWED_INTENTS, list(SUPPORTED_INTENTS))):
+                         default=options.get(CONF_ALLOWED_INTENTS, list(EXECUTED_INTENTS))):
                 selector.SelectSelector(selector.SelectSelectorConfig(
-                    options=list(SUPPORTED_INTENTS), multiple=True,
+                    options=list(EXECUTED_INTENTS), multiple=True,
                     mode=selector.SelectSelectorMode.LIST)),
         })
-        return self.async_show_form(step_id="init", data_schema=schema, errors=errors)
+        return cast(ConfigFlowResult, self.async_show_form(step_id="init", data_schema=schema, errors=errors))

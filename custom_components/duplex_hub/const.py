@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from .protocol import SUPPORTED_INTENTS, TIMER_INTENTS
+
 DOMAIN: Final = "duplex_hub"
 
 CONF_HUB_ID: Final = "hub_id"
@@ -19,3 +21,7 @@ RESULT_TIMEOUT_S: Final = 5.0  # what the hub waits for our intent/result (sent 
 CATALOG_COOLDOWN_S: Final = 0.5  # catalog republish debounce
 SEEN_INTENTS: Final = 256  # intent ids remembered to drop the outbox's resends
 
+
+
+# the intents Home Assistant executes for a hub (a hub keeps its timers itself)
+EXECUTED_INTENTS: Final = tuple(i for i in SUPPORTED_INTENTS if i not in TIMER_INTENTS)

@@ -13,7 +13,6 @@ import logging
 from typing import Literal
 
 from homeassistant.components import conversation
-from homeassistant.const import MATCH_ALL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
 from homeassistant.helpers.entity_platform import AddEntitiesCallback
@@ -22,6 +21,7 @@ from . import DuplexHubConfigEntry
 from .entity import DuplexHubEntity
 from .hub import HubClient
 from .intents import async_execute, error_response, failed, speech_of
+from .protocol import TIMER_INTENTS
 
 _LOGGER = logging.getLogger(__name__)
 PARALLEL_UPDATES = 0
@@ -50,46 +50,50 @@ class DuplexHubAgent(DuplexHubEntity, conversation.ConversationEntity):
 
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
-        """Whatever the user's pipeline uses; the hub answers in its own language."""
-        return MATCH_ALL
+        """The hub's language (English): it understands and answers in no other."""
+        return [self.hub.info.language if self.hub.info and self.hub.info.language else "en"]
 
     async def _async_handle_message(self, user_input: conversation.ConversationInput,
                                     chat_log: conversation.ChatLog) -> conversation.ConversationResult:
-        response = await self._respond(user_input, chat_log.conversation_id)
+        response, asks = await self._respond(user_input, chat_log.conversation_id)
         speech = speech_of(response)
         if speech:
             chat_log.async_add_assistant_content_without_tools(
                 conversation.AssistantContent(agent_id=user_input.agent_id, content=speech))
-        return conversation.ConversationResult(response=response, conversation_id=chat_log.conversation_id)
+        # the hub asked something ("Which room?"): a satellite keeps listening for the answer
+        return conversation.ConversationResult(response=response, conversation_id=chat_log.conversation_id,
+                                               continue_conversation=asks)
 
     async def _respond(self, user_input: conversation.ConversationInput,
-                       conversation_id: str) -> intent.IntentResponse:
+                       conversation_id: str) -> tuple[intent.IntentResponse, bool]:
+        """The response, and whether the hub asked the user something."""
         hub, text = self.hub, user_input.text
         language = user_input.language or hub.language
         if hub.prefer_local and (local := await self._home_assistant(user_input)) is not None:
-            return local
+            return local, False
         try:
             answer = await hub.async_ask(text, conversation_id=conversation_id, language=language)
         except TimeoutError:
             return error_response(language, intent.IntentResponseErrorCode.UNKNOWN,
-                                  f"{hub.name} did not answer in time")
+                                  f"{hub.name} did not answer in time"), False
         except ConnectionError:
             return error_response(language, intent.IntentResponseErrorCode.UNKNOWN,
-                                  f"{hub.name} is offline")
+                                  f"{hub.name} is offline"), False
         said = answer.response or None
         hub_intent = answer.intent
-        if hub_intent is None:
+        if hub_intent is None or hub_intent.name in TIMER_INTENTS:  # nothing for Home Assistant to do
             response = intent.IntentResponse(language=language)
             response.async_set_speech(said or "Sorry, I couldn't understand that")
-            return response
+            return response, answer.expects_reply
         response = await async_execute(self.hass, hub_intent, text=text, language=language,
                                        allowed=hub.allowed, context=user_input.context,
-                                       device_id=user_input.device_id, agent_id=self.entity_id)
+                                       device_id=user_input.device_id, agent_id=self.entity_id,
+                                       satellite_id=getattr(user_input, "satellite_id", None))
         if not failed(response) and said:
             response.async_set_speech(said)
         elif not failed(response) and not speech_of(response):
             response.async_set_speech("Done")
-        return response
+        return response, answer.expects_reply
 
     async def _home_assistant(self, user_input: conversation.ConversationInput) -> intent.IntentResponse | None:
         """Home Assistant's own sentence matching, when it matches (``prefer_local``)."""

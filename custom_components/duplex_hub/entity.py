@@ -20,10 +20,10 @@ class DuplexHubEntity(Entity):
         self.hub = hub
         self._attr_unique_id = f"{hub.hub_id}_{key}"
         self._attr_translation_key = key
+        # the software version follows the hub's announcement (hub.py); a hub's site is not an area
         self._attr_device_info = DeviceInfo(
             identifiers={(DOMAIN, hub.hub_id)}, name=hub.name, manufacturer="Duplex Hub",
-            model="Duplex Hub", sw_version=hub.info.version if hub.info else None,
-            suggested_area=hub.info.site if hub.info else None)
+            model="Duplex Hub", sw_version=hub.info.version if hub.info else None)
 
     @property
     def available(self) -> bool:

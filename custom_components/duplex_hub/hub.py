@@ -22,7 +22,8 @@ from homeassistant.components.homeassistant.exposed_entities import (
     async_should_expose,
 )
 from homeassistant.const import EVENT_STATE_CHANGED
-from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, callback
+from homeassistant.core import CALLBACK_TYPE, Event, HomeAssistant, State, callback
+from homeassistant.exceptions import ConfigEntryNotReady, HomeAssistantError
 from homeassistant.helpers import area_registry as ar
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import entity_registry as er
@@ -30,7 +31,7 @@ from homeassistant.helpers.debounce import Debouncer
 from homeassistant.util import ulid as ulid_util
 
 from . import protocol as p
-from .const import ASK_TIMEOUT_S, CATALOG_COOLDOWN_S, DOMAIN, RESULT_TIMEOUT_S, SEEN_INTENTS
+from .const import ASK_TIMEOUT_S, CATALOG_COOLDOWN_S, DOMAIN, EXECUTED_INTENTS, RESULT_TIMEOUT_S, SEEN_INTENTS
 from .intents import async_execute, failed, speech_of, targets_of
 
 _LOGGER = logging.getLogger(__name__)
@@ -39,6 +40,24 @@ _LOGGER = logging.getLogger(__name__)
 CATALOG_ATTRIBUTES = ("unit_of_measurement", "device_class", "brightness", "color_name",
                       "color_temp_kelvin", "current_temperature", "temperature",
                       "current_position", "friendly_name")
+
+
+def entity_aliases(hass: HomeAssistant, entry: er.RegistryEntry) -> list[str]:
+    """The aliases of an entity as text.
+
+    From Home Assistant 2026.4 the registry's aliases may hold a marker for the computed
+    name, which is not text: its helper resolves them; before it, keep the strings.
+    """
+    resolve = getattr(er, "async_get_entity_aliases", None)
+    raw: Any = resolve(hass, entry) if resolve is not None else entry.aliases
+    return sorted({a.strip() for a in raw if isinstance(a, str) and a.strip()})
+
+
+def entity_state(state: State) -> p.EntityState:
+    """An entity's state and the attributes the hub uses."""
+    attributes = {k: state.attributes[k] for k in CATALOG_ATTRIBUTES if k in state.attributes and k != "friendly_name"}
+    return p.EntityState(entity_id=state.entity_id, state=state.state,
+                         attributes=json.loads(json.dumps(attributes, default=str)))
 
 
 def build_catalog(hass: HomeAssistant) -> list[dict[str, Any]]:
@@ -54,7 +73,7 @@ def build_catalog(hass: HomeAssistant) -> list[dict[str, Any]]:
         aliases: list[str] = []
         area_id = None
         if entry is not None:
-            aliases = sorted(a for a in entry.aliases if a and a.strip())
+            aliases = entity_aliases(hass, entry)
             area_id = entry.area_id
             if area_id is None and entry.device_id and (device := devs.async_get(entry.device_id)):
                 area_id = device.area_id
@@ -65,10 +84,8 @@ def build_catalog(hass: HomeAssistant) -> list[dict[str, Any]]:
             item["area"] = area.name
         if aliases:
             item["aliases"] = aliases
-        attributes = {k: state.attributes[k] for k in CATALOG_ATTRIBUTES if k in state.attributes
-                      and k != "friendly_name"}
-        if attributes:
-            item["attributes"] = json.loads(json.dumps(attributes, default=str))
+        if attributes := entity_state(state).attributes:
+            item["attributes"] = attributes
         out.append(item)
     return out
 
@@ -85,7 +102,7 @@ class HubClient:
         self.topics = p.Topics(base_topic.rstrip("/"))
         self.name = name
         self.language = language
-        self.allowed = list(allowed_intents) if allowed_intents else list(p.SUPPORTED_INTENTS)
+        self.allowed = list(allowed_intents) if allowed_intents else list(EXECUTED_INTENTS)
         self.prefer_local = prefer_local
         self.options: dict[str, Any] = {}  # the entry options this client was made with
         self.available = False
@@ -104,11 +121,29 @@ class HubClient:
         self._tasks: set[asyncio.Task[None]] = set()
         self._catalog_sent: str | None = None
         self.catalog_ids: set[str] = set()  # what the hub was last sent
-        self._debouncer: Debouncer[Any] | None = None
+        self._debouncer: Debouncer[Any] | None = None  # the whole catalog (entities or names changed)
+        self._states_debouncer: Debouncer[Any] | None = None  # states of entities the hub knows
+        self._changed: set[str] = set()  # entities whose state changed since the last states message
+        self._started = False
 
     # -- life cycle ---------------------------------------------------------------------
     async def async_start(self) -> None:
-        """Subscribe (once), announce ourselves as controller, publish the catalog."""
+        """Subscribe (once), announce ourselves as controller, publish the catalog.
+
+        Only with the broker there; on any failure everything is undone and
+        ConfigEntryNotReady raised, so Home Assistant retries and nothing is left behind.
+        """
+        connected = getattr(mqtt, "is_connected", None)
+        if connected is not None and not connected(self.hass):
+            raise ConfigEntryNotReady(translation_domain=DOMAIN, translation_key="broker_unavailable")
+        self._started = True
+        try:
+            await self._start()
+        except HomeAssistantError as err:
+            await self.async_stop()
+            raise ConfigEntryNotReady(translation_domain=DOMAIN, translation_key="broker_unavailable") from err
+
+    async def _start(self) -> None:
         t = self.topics
         subs: list[tuple[str, Callable[[mqtt.ReceiveMessage], None]]] = [
             (t.availability, self._on_availability),
@@ -122,6 +157,8 @@ class HubClient:
             self._unsubs.append(await mqtt.async_subscribe(self.hass, topic, handler, qos=1))
         self._debouncer = Debouncer(self.hass, _LOGGER, cooldown=CATALOG_COOLDOWN_S, immediate=False,
                                     function=self.async_publish_catalog)
+        self._states_debouncer = Debouncer(self.hass, _LOGGER, cooldown=CATALOG_COOLDOWN_S, immediate=False,
+                                           function=self.async_publish_states)
         self._unsubs.append(self.hass.bus.async_listen(EVENT_STATE_CHANGED, self._on_state_changed))
         for event in (er.EVENT_ENTITY_REGISTRY_UPDATED, ar.EVENT_AREA_REGISTRY_UPDATED,
                       dr.EVENT_DEVICE_REGISTRY_UPDATED):
@@ -133,19 +170,28 @@ class HubClient:
         await self.async_publish_catalog()
 
     async def async_stop(self) -> None:
-        """Unsubscribe; the hub becomes standalone again."""
+        """Unsubscribe and stop listening; tell the hub it is standalone again (if the broker is there).
+
+        Never raises: an unload with the broker down still succeeds.
+        """
         for unsub in self._unsubs:
             unsub()
         self._unsubs.clear()
-        if self._debouncer is not None:
-            self._debouncer.async_shutdown()
+        for debouncer in (self._debouncer, self._states_debouncer):
+            if debouncer is not None:
+                debouncer.async_shutdown()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for future in self._asks.values():
             future.cancel()
         self._asks.clear()
-        await self._send(p.CONTROLLER, None, retain=True)
+        if self._started:
+            self._started = False
+            try:
+                await self._send(p.CONTROLLER, None, retain=True)
+            except HomeAssistantError as err:  # the broker is down: the hub keeps the retained controller
+                _LOGGER.warning("could not tell hub %s it is standalone again: %s", self.hub_id, err)
 
     async def _send(self, relative: str, message: p.Message | None, *, retain: bool = False) -> None:
         """Publish a command to the hub (None: an empty payload)."""
@@ -170,13 +216,17 @@ class HubClient:
 
     # -- catalog ------------------------------------------------------------------------
     async def async_publish_catalog(self) -> None:
-        """Publish the exposed entities, retained, when they differ from the last sent."""
+        """Publish the exposed entities, retained, when the entities or their names changed.
+
+        A change of state alone travels as ``catalog/states``. The whole catalog, states
+        included, goes again when the hub comes (back) online, so a restarted hub is current.
+        """
         entities = build_catalog(self.hass)
         message = p.CatalogMessage(entities=entities)
-        payload = message.to_json()
-        if payload == self._catalog_sent:
+        signature = repr([(e["entity_id"], e["name"], e.get("area"), e.get("aliases")) for e in entities])
+        if signature == self._catalog_sent:
             return
-        self._catalog_sent = payload
+        self._catalog_sent = signature
         self.catalog_ids = {e["entity_id"] for e in entities}
         self.counts["catalogs"] += 1
         await self._send(p.CATALOG, message, retain=True)
@@ -186,13 +236,25 @@ class HubClient:
         if self._debouncer is not None:
             self.hass.async_create_task(self._debouncer.async_call(), eager_start=True)
 
+    async def async_publish_states(self) -> None:
+        """Publish the new states of entities the hub already knows (not the whole catalog)."""
+        changed, self._changed = self._changed, set()
+        states = [entity_state(s) for s in map(self.hass.states.get, sorted(changed)) if s is not None]
+        if states:
+            await self._send(p.CATALOG_STATES, p.CatalogStates(entities=tuple(states)))
+
     @callback
     def _on_state_changed(self, event: Event[Any]) -> None:
         entity_id = event.data.get("entity_id", "")
-        if entity_id in self.catalog_ids or (
-                event.data.get("new_state") is not None
-                and async_should_expose(self.hass, conversation.DOMAIN, entity_id)):
-            self._schedule_catalog()
+        if event.data.get("new_state") is None:
+            if entity_id in self.catalog_ids:
+                self._schedule_catalog()  # removed: the entity list changed
+        elif entity_id in self.catalog_ids:
+            self._changed.add(entity_id)
+            if self._states_debouncer is not None:
+                self.hass.async_create_task(self._states_debouncer.async_call(), eager_start=True)
+        elif async_should_expose(self.hass, conversation.DOMAIN, entity_id):
+            self._schedule_catalog()  # a new exposed entity
 
     @callback
     def _on_registry_changed(self, _event: Event[Any]) -> None:
@@ -213,32 +275,39 @@ class HubClient:
                 for future in self._asks.values():
                     if not future.done():
                         future.set_exception(ConnectionError("the hub went offline"))
+            elif self._started:
+                self._catalog_sent = None  # (back) online: the whole catalog, with today's states
+                self._schedule_catalog()
             self._notify()
+
+    def _parse[M: p.Message](self, msg: mqtt.ReceiveMessage, kind: type[M]) -> M | None:
+        """The payload as a ``kind`` message, or None (dropped, logged and counted)."""
+        try:
+            return kind.from_json(msg.payload)
+        except p.BadPayload as err:
+            self._drop(msg, str(err))
+            return None
 
     @callback
     def _on_state(self, msg: mqtt.ReceiveMessage) -> None:
-        try:
-            status = p.Status.from_json(msg.payload)
-        except p.BadPayload as err:
-            self._drop(msg, str(err))
-            return
-        self.activity, self.muted, self.volume = status.state, status.muted, status.volume
-        self._notify()
+        if (status := self._parse(msg, p.Status)) is not None:
+            self.activity, self.muted, self.volume = status.state, status.muted, status.volume
+            self._notify()
 
     @callback
     def _on_discovery(self, msg: mqtt.ReceiveMessage) -> None:
-        try:
-            self.info = p.Discovery.from_json(msg.payload)
-        except p.BadPayload:
-            return  # an empty payload clears a retained announcement
+        if not msg.payload:  # an empty payload clears a retained announcement
+            return
+        self.info = self._parse(msg, p.Discovery) or self.info
+        devices = dr.async_get(self.hass)
+        if self.info is not None and (device := devices.async_get_device(identifiers={(DOMAIN, self.hub_id)})):
+            devices.async_update_device(device.id, sw_version=self.info.version or None)
 
     @callback
     def _on_event(self, msg: mqtt.ReceiveMessage) -> None:
         try:
             event = p.event_from_json(msg.payload)
         except p.BadPayload as err:
-            if msg.topic.endswith("/" + p.CatalogApplied.type):
-                return
             self._drop(msg, str(err))
             return
         if isinstance(event, p.Transcript) and event.text:
@@ -253,24 +322,18 @@ class HubClient:
 
     @callback
     def _on_ask_response(self, msg: mqtt.ReceiveMessage) -> None:
-        try:
-            answer = p.AskResponse.from_json(msg.payload)
-        except p.BadPayload as err:
-            self._drop(msg, str(err))
-            return
-        future = self._asks.get(answer.id)
-        if future is not None and not future.done():
+        answer = self._parse(msg, p.AskResponse)
+        future = self._asks.get(answer.id) if answer is not None else None
+        if answer is not None and future is not None and not future.done():
             future.set_result(answer)
 
     @callback
     def _on_intent(self, msg: mqtt.ReceiveMessage) -> None:
-        try:
-            message = p.IntentMessage.from_json(msg.payload)
-        except p.BadPayload as err:
-            self._drop(msg, str(err))
-            return
-        if message.request_id is not None:
-            return  # the answer to an ask: the conversation agent that asked executes it
+        message = self._parse(msg, p.IntentMessage)
+        if message is None or message.request_id is not None:
+            return  # an ask's answer: the conversation agent that asked executes it
+        if message.intent.name in p.TIMER_INTENTS:
+            return  # the hub keeps its timers itself
         if message.id in self._seen:
             return  # resent by the hub's outbox after a reconnect
         self._seen[message.id] = None

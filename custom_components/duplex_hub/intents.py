@@ -7,6 +7,7 @@ becomes an error ``IntentResponse`` with a sentence the hub can speak.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -19,6 +20,7 @@ from . import protocol as p
 from .const import DOMAIN
 
 _LOGGER = logging.getLogger(__name__)
+_HANDLE_PARAMETERS = frozenset(inspect.signature(intent.async_handle).parameters)
 
 
 def _no_match_speech(slots: dict[str, Any]) -> str:
@@ -49,6 +51,7 @@ async def async_execute(
     context: Context | None = None,
     device_id: str | None = None,
     agent_id: str | None = None,
+    satellite_id: str | None = None,
 ) -> intent.IntentResponse:
     """Carry out one hub intent; never raises."""
     name = hub_intent.name
@@ -58,6 +61,9 @@ async def async_execute(
         _LOGGER.info("intent %s is not allowed for this hub", name)
         return error_response(language, intent.IntentResponseErrorCode.FAILED_TO_HANDLE,
                               "Sorry, I am not allowed to do that")
+    extra: dict[str, Any] = {}
+    if satellite_id is not None and "satellite_id" in _HANDLE_PARAMETERS:  # Home Assistant 2025.7 and later
+        extra["satellite_id"] = satellite_id
     try:
         return await intent.async_handle(
             hass,
@@ -70,6 +76,7 @@ async def async_execute(
             assistant=conversation.DOMAIN,
             device_id=device_id,
             conversation_agent_id=agent_id,
+            **extra,
         )
     except intent.MatchFailedError:
         return error_response(language, intent.IntentResponseErrorCode.NO_VALID_TARGETS,

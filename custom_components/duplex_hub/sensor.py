@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from homeassistant.components.sensor import SensorDeviceClass, SensorEntity, SensorStateClass
-from homeassistant.const import UnitOfTime
+from homeassistant.const import EntityCategory, UnitOfTime
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddEntitiesCallback
 
@@ -40,7 +40,13 @@ class DialogueStateSensor(DuplexHubEntity, SensorEntity):
 
 
 class TranscriptSensor(DuplexHubEntity, SensorEntity):
-    """What the hub last heard."""
+    """What the hub last heard.
+
+    Disabled by default: what people say would go into the recorder's history.
+    """
+
+    _attr_entity_registry_enabled_default = False
+    _attr_entity_category = EntityCategory.DIAGNOSTIC
 
     def __init__(self, hub: HubClient) -> None:
         """The sensor of this hub."""
@@ -56,6 +62,7 @@ class TranscriptSensor(DuplexHubEntity, SensorEntity):
 class LatencySensor(DuplexHubEntity, SensorEntity):
     """From the end of the user's speech to the hub's first audio, last turn."""
 
+    _attr_entity_category = EntityCategory.DIAGNOSTIC
     _attr_device_class = SensorDeviceClass.DURATION
     _attr_state_class = SensorStateClass.MEASUREMENT
     _attr_native_unit_of_measurement = UnitOfTime.MILLISECONDS

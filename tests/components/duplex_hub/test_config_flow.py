@@ -148,3 +148,46 @@ async def test_options(hass: HomeAssistant, mqtt_entry: MockConfigEntry) -> None
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert entry.options == {CONF_LANGUAGE: "en", CONF_PREFER_LOCAL: True,
                              CONF_ALLOWED_INTENTS: ["HassGetState"]}
+
+
+async def test_reconfigure_refuses_a_bad_topic_and_an_offline_hub(hass: HomeAssistant,
+                                                                   mqtt_entry: MockConfigEntry) -> None:
+    entry = hub_entry(hass)
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_TOPIC: "duplex_hub/#", CONF_NAME: "x"})
+    assert result["errors"] == {CONF_BASE_TOPIC: "invalid_hub_id"}
+    await publish(hass, f"{BASE}/availability", "offline", retain=True)
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], {CONF_BASE_TOPIC: BASE})
+    assert result["errors"] == {"base": "hub_offline"}
+
+
+async def test_a_hub_that_moved_updates_its_entry(hass: HomeAssistant, mqtt_entry: MockConfigEntry) -> None:
+    entry = hub_entry(hass)
+    moved = {**ANNOUNCEMENT, "base_topic": f"house/{HUB_ID}"}
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": config_entries.SOURCE_MQTT}, data=_info(json.dumps(moved)))
+    assert result["type"] is FlowResultType.ABORT and result["reason"] == "already_configured"
+    assert entry.data[CONF_BASE_TOPIC] == f"house/{HUB_ID}"
+
+
+async def test_a_second_discovery_of_the_same_hub_is_already_in_progress(
+        hass: HomeAssistant, mqtt_entry: MockConfigEntry) -> None:
+    first = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": config_entries.SOURCE_MQTT}, data=_info(json.dumps(ANNOUNCEMENT)))
+    assert first["type"] is FlowResultType.FORM and first["step_id"] == "confirm"
+    second = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": config_entries.SOURCE_MQTT}, data=_info(json.dumps(ANNOUNCEMENT)))
+    assert second["type"] is FlowResultType.ABORT and second["reason"] == "already_in_progress"
+
+
+async def test_the_options_flow_reloads_the_entry(hass: HomeAssistant, mqtt_entry: MockConfigEntry,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = hub_entry(hass)
+    reloads: list[str] = []
+    monkeypatch.setattr(hass.config_entries, "async_schedule_reload", reloads.append)
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    await hass.config_entries.options.async_configure(result["flow_id"], {
+        CONF_LANGUAGE: "en", CONF_PREFER_LOCAL: False, CONF_ALLOWED_INTENTS: ["HassTurnOn"]})
+    # one reload: Home Assistant's OptionsFlowWithReload (2025.8+) or the flow itself (before)
+    assert reloads == [entry.entry_id]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from homeassistant.components import conversation
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent
 
@@ -15,7 +16,8 @@ from ..conftest import BASE, HubProcess, collect, hub_entry, publish, wait_until
 AGENT = "conversation.test_hub"
 
 
-async def _live_hub(hass: HomeAssistant, hub_process: HubProcess, **options: object) -> object:
+async def _live_hub(hass: HomeAssistant, hub_process: HubProcess, *, entities: int = 1,
+                    **options: object) -> object:
     applied = await collect(hass, f"{BASE}/event/catalog_applied")
     entry = hub_entry(hass, **options)
     assert await hass.config_entries.async_setup(entry.entry_id)
@@ -23,7 +25,7 @@ async def _live_hub(hass: HomeAssistant, hub_process: HubProcess, **options: obj
     hub_process.start()
     await wait_until(hass, lambda: getattr(getattr(entry, "runtime_data", None), "available", False), 120,
                      "the hub online")
-    await wait_until(hass, lambda: any(e.get("entities") == 1 for e in applied.json()), 60,
+    await wait_until(hass, lambda: any(e.get("entities") == entities for e in applied.json()), 60,
                      "Home Assistant's catalog applied by the hub")
     await hass.async_block_till_done()
     return entry.runtime_data
@@ -82,3 +84,20 @@ async def test_offline_or_silent_hub_gives_an_error_response(hass: HomeAssistant
     assert "did not answer" in result.response.speech["plain"]["speech"]
     assert hass.states.get(home["kitchen"]).state == "off"
     await publish(hass, f"{BASE}/availability", "", retain=True)
+
+
+async def test_a_question_from_the_hub_continues_the_conversation(hass: HomeAssistant, home: dict[str, str],
+                                                                 hub_process: HubProcess) -> None:
+    """ "Which room?" keeps the conversation open; the answer lands in the same dialogue."""
+    async_expose_entity(hass, "conversation", home["porch"], True)  # two rooms with a light
+    await _live_hub(hass, hub_process, entities=2)
+    first = await conversation.async_converse(hass, text="turn on the lights", conversation_id=None,
+                                              context=Context(), language="en", agent_id=AGENT)
+    assert first.continue_conversation, first.response.as_dict()
+    assert "room" in first.response.speech["plain"]["speech"].lower()
+    assert hass.states.get(home["kitchen"]).state == "off" and hass.states.get(home["porch"]).state == "off"
+    second = await conversation.async_converse(hass, text="the porch", conversation_id=first.conversation_id,
+                                               context=Context(), language="en", agent_id=AGENT)
+    assert not second.continue_conversation, second.response.as_dict()
+    assert second.response.response_type is intent.IntentResponseType.ACTION_DONE, second.response.as_dict()
+    assert hass.states.get(home["porch"]).state == "on" and hass.states.get(home["kitchen"]).state == "off"

@@ -7,6 +7,7 @@ import json
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.duplex_hub import diagnostics
@@ -37,11 +38,11 @@ async def test_catalog_controller_and_republish(hass: HomeAssistant, home: dict[
     await wait_until(hass, lambda: controllers.json(), 10, "the controller")
     assert controllers.json()[-1] == {"name": "Home Assistant", "timeout_s": 5.0}
 
-    # a state change: republished (debounced) with the new state
-    n = len(catalogs.messages)
+    # a state change: only the new state goes (debounced)
+    states = await collect(hass, f"{BASE}/catalog/states")
     await hass.services.async_call("light", "turn_on", {"entity_id": home["kitchen"]}, blocking=True)
-    await wait_until(hass, lambda: len(catalogs.messages) > n, 10, "a republish")
-    assert catalogs.json()[-1]["entities"][0]["state"] == "on"
+    await wait_until(hass, lambda: states.json(), 10, "the new state")
+    assert states.json()[-1]["entities"][0]["state"] == "on"
     # exposure: the porch light joins
     async_expose_entity(hass, "conversation", home["porch"], True)
     await wait_until(hass, lambda: len(catalogs.json()[-1]["entities"]) == 2, 10, "the porch light")
@@ -53,7 +54,17 @@ async def test_catalog_controller_and_republish(hass: HomeAssistant, home: dict[
     await wait_until(hass, lambda: controllers.messages[-1].payload == "", 10, "the controller cleared")
 
 
+async def test_the_transcript_sensor_is_disabled_by_default(hass: HomeAssistant, home: dict[str, str]) -> None:
+    """What people say must not go into the recorder's history unless the user wants it."""
+    await _setup(hass)
+    entity = er.async_get(hass).async_get("sensor.test_hub_last_transcript")
+    assert entity is not None and entity.disabled_by is er.RegistryEntryDisabler.INTEGRATION
+    assert hass.states.get("sensor.test_hub_last_transcript") is None
+
+
 async def test_entities_follow_the_hub(hass: HomeAssistant, home: dict[str, str]) -> None:
+    er.async_get(hass).async_get_or_create(  # the user enabled the transcript sensor
+        "sensor", DOMAIN, "test_hub_last_transcript", suggested_object_id="test_hub_last_transcript")
     entry = await _setup(hass)
     state_id, transcript_id = "sensor.test_hub_dialogue_state", "sensor.test_hub_last_transcript"
     latency_id, mute_id = "sensor.test_hub_last_turn_latency", "switch.test_hub_microphone_mute"
@@ -81,7 +92,22 @@ async def test_entities_follow_the_hub(hass: HomeAssistant, home: dict[str, str]
     await publish(hass, f"{BASE}/state", "{nope")
     await publish(hass, f"{BASE}/intent", {"id": 5})
     await publish(hass, f"{BASE}/event/transcript", "[]")
-    await wait_until(hass, lambda: hub.counts["dropped"] == 3, 10, "three drops")
+    good = {"id": "i9", "intent": {"name": "HassTurnOn", "slots": {}, "targets": []}}
+    bad_intents = [  # each breaks one rule of the vendored protocol
+        {**good, "id": ""}, {**good, "id": "x" * 300},
+        {**good, "confidence": 1.5}, {**good, "confidence": "high"}, {**good, "confidence": True},
+        {**good, "text": ["a"]}, {**good, "intent": {**good["intent"], "slots": []}},
+        {**good, "intent": {**good["intent"], "targets": "light.x"}},
+        {**good, "intent": {**good["intent"], "targets": ["x" * 300]}},
+        {**good, "intent": {**good["intent"], "name": "x" * 101}},
+        {**good, "intent": "HassTurnOn"}, {**good, "timestamps": {"intent_ms": 1.5}},
+        {**good, "timestamps": {"intent_ms": float("inf")}}, [good], "not json",
+    ]
+    for payload in bad_intents:
+        await publish(hass, f"{BASE}/intent", payload)
+    await publish(hass, f"{BASE}/state", {"state": "dancing", "muted": False, "volume": 1})
+    await publish(hass, f"{BASE}/state", {"state": "idle", "muted": "no", "volume": 1})
+    await wait_until(hass, lambda: hub.counts["dropped"] == 5 + len(bad_intents), 10, "every bad payload dropped")
     assert hass.states.get(state_id).state == "speaking"
 
     # the last will: unavailable
