@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
+from typing import Any
 
 from .catalog import Catalog
 from .controller import Results
@@ -69,7 +70,7 @@ class Agent:
         ``delegate``: whoever asked executes it (an ``ask`` answered to a controller), so
         with a controller the hub only renders its reply.
         """
-        if self.controller is None:
+        if self.controller is None or intent.error is not None:
             return self.model.home.handle(intent, now=now)
         own = self.model.home.handle(intent, now=now, apply=False)
         if delegate:
@@ -89,6 +90,17 @@ class Agent:
             assert mine is not None
             mine.state, mine.attributes = entity.state, entity.attributes
         return True
+
+    def apply_states(self, states: dict[str, tuple[str, dict[str, Any]]]) -> list[str]:
+        """New states and attributes of known entities; the ids that are not in the catalog."""
+        unknown = []
+        for entity_id, (state, attributes) in states.items():
+            entity = self.model.catalog.get(entity_id)
+            if entity is None:
+                unknown.append(entity_id)
+            else:
+                entity.state, entity.attributes = state, dict(attributes)
+        return unknown
 
     async def replace_catalog(self, catalog: Catalog, settings: Settings) -> None:
         """Rebuild grammar and NLU for a new catalog off the loop, then swap atomically."""

@@ -18,6 +18,7 @@ from . import protocol as p
 from .frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
+    EndOfTurnFrame,
     ErrorFrame,
     Frame,
     IntentFrame,
@@ -28,6 +29,7 @@ from .frames import (
     ResponseFrame,
     SpeechStartedFrame,
     SpeechStoppedFrame,
+    TimerFrame,
     TranscriptFrame,
     WakeWordFrame,
 )
@@ -55,6 +57,7 @@ CONVERTERS: dict[type[Frame], Callable[[Any], p.Event]] = {
     SpeechStartedFrame: lambda f: p.SpeechStart(onset_ms=f.onset_ms),
     SpeechStoppedFrame: lambda f: p.SpeechEnd(offset_ms=f.offset_ms),
     PartialTranscriptFrame: lambda f: p.Partial(text=f.text, complete=f.complete),
+    EndOfTurnFrame: lambda f: p.EndOfTurn(silence_ms=f.silence_ms, discard=f.discard),
     TranscriptFrame: _transcript,
     IntentFrame: _intent,
     ResponseFrame: lambda f: p.Response(text=f.text, source=f.source, expects_reply=f.expects_reply),
@@ -64,6 +67,8 @@ CONVERTERS: dict[type[Frame], Callable[[Any], p.Event]] = {
     PlaybackResumedFrame: lambda f: p.TtsResumed(),
     PlaybackCancelledFrame: lambda f: p.TtsCancelled(played_ms=f.played_ms),
     WakeWordFrame: lambda f: p.WakeWordDetected(name=f.name),
+    TimerFrame: lambda f: p.TimerEvent(action=f.action, id=f.timer_id, seconds_left=f.seconds_left, name=f.name,
+                                       area=f.area),
     ErrorFrame: lambda f: p.ErrorEvent(message=f.message),
 }
 

@@ -96,6 +96,7 @@ class SessionFrame(SystemFrame):
     """Open (or close) a session from outside: speech is addressed to the hub without a wake word."""
 
     open: bool = True
+    question: str = ""  # what the hub asked: context for hearing the answer ("Which room?")
 
 
 @dataclass
@@ -128,14 +129,16 @@ class TranscriptFrame(DataFrame):
     open_text: str = ""
     grammar_text: str | None = None
     grammar_confidence: float | None = None
+    overlapped: bool = False  # said over the hub's own voice (a barge-in)
 
 
 # -- understanding and replies -------------------------------------------------------------
 @dataclass
 class SayFrame(DataFrame):
-    """Text the hub was asked to say (MQTT ``say``, a session's greeting); the router replies with it."""
+    """Text the hub was asked to say (MQTT ``say``, a timer's end); the router replies with it."""
 
     text: str
+    chime: bool = False  # a chime first (a timer's end)
 
 
 @dataclass
@@ -155,6 +158,7 @@ class SpeakFrame(DataFrame):
     """One piece of reply text for the voice."""
 
     text: str
+    chime: bool = False  # a chime before the words
 
 
 @dataclass
@@ -218,6 +222,17 @@ class PlaybackCancelledFrame(SystemFrame):
     """The reply was dropped for good after ``played_ms`` of it."""
 
     played_ms: int
+
+
+@dataclass
+class TimerFrame(SystemFrame):
+    """A timer changed: ``started``, ``updated``, ``paused``, ``resumed``, ``cancelled``, ``finished``."""
+
+    action: str
+    timer_id: str
+    seconds_left: int
+    name: str | None = None
+    area: str | None = None
 
 
 # -- barge-in --------------------------------------------------------------------------------

@@ -26,11 +26,19 @@ from .audio.synthetic import EchoRoom
 from .catalog import Catalog
 from .engines import Engines, make_echo_canceller, make_scorer, make_wake_word
 from .events import EventObserver, EventSink
-from .frames import InputAudioFrame, InterruptionFrame, SayFrame, SessionFrame
+from .frames import (
+    BotStoppedSpeakingFrame,
+    Frame,
+    InputAudioFrame,
+    InterruptionFrame,
+    SayFrame,
+    SessionFrame,
+    TimerFrame,
+)
 from .home import Outcome
 from .nlu import Intent
-from .pipeline import Clock, Pipeline, Stage
-from .protocol import Controller, IntentResult, Status
+from .pipeline import Clock, Direction, Pipeline, Stage
+from .protocol import CatalogStates, Controller, IntentResult, Status, TimerInfo
 from .settings import Settings
 from .stages.aec import AecStage
 from .stages.asr import AsrStage
@@ -40,7 +48,8 @@ from .stages.tts import TtsStage
 from .stages.turn import Session, TurnStage
 from .stages.vad import VadStage
 from .stages.wake import WakeWordStage
-from .status import DialogueTracker
+from .status import IDLE, LISTENING, DialogueTracker
+from .timers import Timer, TimerChange, Timers, announcement
 from .understanding import Recognized, Reply, Understanding
 
 _LOGGER = logging.getLogger(__name__)
@@ -60,7 +69,9 @@ class DialogueLoop:
         self.clock = clock
         frame_ms = settings.frame_ms
         self.tracker = DialogueTracker(clock, events)
-        self.understanding = Understanding.build(settings, agent, engines.llm)
+        self.timers = Timers(now_ms=clock.now_ms, area=settings.site_area, on_change=self._timer_changed)
+        self.understanding = Understanding.build(settings, agent, engines.llm, timers=self.timers)
+        self._announcing: Timer | None = None
         self.asr = AsrStage(agent, settings.asr, frame_ms=frame_ms, whisper=engines.whisper)
         self.output = OutputStage()
         a = settings.audio
@@ -80,7 +91,9 @@ class DialogueLoop:
             TtsStage(engines.synth),
             self.output,
         ]
-        self.pipeline = Pipeline(stages, clock=clock, observers=[EventObserver(clock, events), self.tracker])
+        self.pipeline = Pipeline(stages, clock=clock,
+                                 observers=[EventObserver(clock, events).on_frame, self.tracker.on_frame,
+                                            self._watch_announcement])
         self.chunk = a.chunk_size
         self._muted = False
         self._volume = settings.tts.volume
@@ -100,6 +113,10 @@ class DialogueLoop:
         With a simulated ``room`` the speaker comes back into the microphone. Returns
         (what the speaker played, what the microphone heard).
         """
+        self.timers.tick()
+        if self.timers.finished and self._announcing is None and self.tracker.state == IDLE \
+                and not self.pipeline.pending:
+            self._announce()
         speaker = self.output.read_frame(self.chunk)
         if self._volume != 1.0:
             speaker = np.clip(speaker * self._volume, -32768, 32767).astype(np.int16)
@@ -110,6 +127,29 @@ class DialogueLoop:
         self.pipeline.push(InputAudioFrame(audio=AudioChunk(mic), t_ms=t_ms, reference=speaker))
         return speaker, mic
 
+    # -- timers ---------------------------------------------------------------------------------
+    def _timer_changed(self, change: TimerChange) -> None:
+        t = change.timer
+        self.pipeline.push(TimerFrame(action=change.action, timer_id=t.id, seconds_left=change.seconds_left,
+                                      name=t.name, area=t.area))
+
+    def _announce(self) -> None:
+        """Say that a timer ended (with a chime), when the hub is free: it speaks over no one."""
+        timer = self.timers.next_announcement()
+        if timer is not None:
+            self._announcing = timer
+            self.pipeline.push(SayFrame(text=announcement(timer), chime=True))
+
+    def _watch_announcement(self, source: Stage | None, frame: Frame, direction: Direction) -> None:
+        """An announcement heard to the end is done; one cut short is made again later."""
+        if self._announcing is None:
+            return
+        if isinstance(frame, BotStoppedSpeakingFrame) and frame.drained:
+            self.timers.announced(self._announcing)
+            self._announcing = None
+        elif isinstance(frame, InterruptionFrame):
+            self._announcing = None
+
     @property
     def replying(self) -> bool:
         """Whether a reply is being made or played."""
@@ -117,8 +157,8 @@ class DialogueLoop:
 
     @property
     def busy(self) -> bool:
-        """Whether a frame is queued, work runs, or a reply is being made or played."""
-        return self.pipeline.pending > 0 or self.tracker.replying
+        """Whether a frame is queued, work runs, the user is speaking, or a reply is being made or played."""
+        return self.pipeline.pending > 0 or self.tracker.replying or self.tracker.state == LISTENING
 
     # -- the edges ---------------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -154,9 +194,12 @@ class DialogueLoop:
         self.pipeline.push(SessionFrame(open=open_))
 
     def status(self) -> Status:
-        """What the hub is doing, whether it is muted, its volume."""
+        """What the hub is doing, whether it is muted, its volume, its timers."""
+        timers = tuple(TimerInfo(id=t["id"], name=t["name"] or None, area=t["area"] or None,
+                                 seconds_left=t["total_seconds_left"], is_active=t["is_active"])
+                       for t in self.timers.status())
         return Status(state=self.tracker.state, muted=self._muted, volume=self._volume,
-                      site=self.settings.site_id)
+                      site=self.settings.site_id, timers=timers)
 
     async def set_catalog(self, catalog: Catalog) -> bool:
         """Take a new catalog (rebuilt off the loop; no audio is dropped); True when the names changed."""
@@ -165,10 +208,18 @@ class DialogueLoop:
             await self.asr.reload()
         return rebuilt
 
-    async def ask(self, text: str, *, delegate: bool,
+    async def ask(self, text: str, *, delegate: bool, conversation: str | None = None,
                   on_intent: Callable[[Recognized], None] | None = None) -> Reply:
-        """Answer text as if spoken, without speaking (``ask``): the same understanding as speech."""
-        return await self.understanding.answer(text, delegate=delegate, on_intent=on_intent)
+        """Answer text as if spoken, without speaking (``ask``): the same understanding as speech.
+
+        Turns of one ``conversation`` may answer the hub's questions ("Which room?").
+        """
+        return await self.understanding.answer(text, delegate=delegate, conversation=conversation,
+                                               on_intent=on_intent)
+
+    def update_states(self, states: CatalogStates) -> list[str]:
+        """New states of the catalog's entities (no rebuild); the ids it does not know."""
+        return self.agent.apply_states({e.entity_id: (e.state, e.attributes) for e in states.entities})
 
     def set_controller(self, controller: Controller | None) -> None:
         """Who carries out intents: a controller (Home Assistant), or None for the hub itself."""

@@ -1,10 +1,22 @@
-"""Intent recognition on text: hassil over the home grammar, targets resolved to entity ids."""
+"""Intent recognition on text: Home Assistant's own matcher over its templates, targets resolved.
+
+Recognition is what Home Assistant's default conversation agent does: hassil's
+``recognize_best`` over Home Assistant's English templates, with the home's names (and
+their domain and device class, which templates may require), areas and floors as slot
+lists, and the hub's room (``site_area``) as the intent context. So a typed sentence gets
+the intent Home Assistant itself would give it.
+
+Sentences that mean "here" ("turn off the lights in here", "pause") need the hub's room.
+Without a ``site_area`` they are matched with a placeholder room; when the targets then
+lie in more than one room the intent carries ``needs_area`` (the hub asks "Which room?"),
+otherwise the one room there is, is meant.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import hassil
@@ -13,19 +25,56 @@ from .catalog import Catalog, Entity
 from .grammar import HomeGrammar
 from .grammar.automaton import _ONES, _TENS
 from .protocol import IntentData
+from .smalltalk import is_local
 
 _LOGGER = logging.getLogger(__name__)
 
+HERE: Final = "\u2063here"  # the placeholder room for sentences that need the hub's own
+CUSTOM_SENTENCE_KEY: Final = "hass_custom_sentence"  # as Home Assistant's default agent
 _UNITS: Final = {w: i for i, w in enumerate(_ONES)}
 _TENS_MAP: Final = {w: i * 10 for i, w in enumerate(_TENS) if w != "_"}
 _NUMBER_WORDS: Final = {*_UNITS, *_TENS_MAP, "hundred", "thousand"}
 _SPACE_RE: Final = re.compile(r"\s+")
-# Domains an intent can act on when its template names none.
-INTENT_DOMAINS: Final = {
-    "HassClimateSetTemperature": ["climate"],
-    "HassLightSet": ["light"],
-    "HassSetPosition": ["cover", "valve"],
+_PUNCT_RE: Final = re.compile(r"[.!?,;]+$")
+# Domains an intent acts on when its template names none (Home Assistant's handlers).
+INTENT_DOMAINS: Final[dict[str, tuple[str, ...]]] = {
+    "HassLightSet": ("light",),
+    "HassClimateGetTemperature": ("climate",),
+    "HassClimateSetTemperature": ("climate",),
+    "HassClimateSetFanMode": ("climate",),
+    "HassSetPosition": ("cover", "valve"),
+    "HassFanSetSpeed": ("fan",),
+    "HassMediaPause": ("media_player",),
+    "HassMediaUnpause": ("media_player",),
+    "HassMediaNext": ("media_player",),
+    "HassMediaPrevious": ("media_player",),
+    "HassSetVolume": ("media_player",),
+    "HassSetVolumeRelative": ("media_player",),
+    "HassMediaPlayerMute": ("media_player",),
+    "HassMediaPlayerUnmute": ("media_player",),
+    "HassMediaSearchAndPlay": ("media_player",),
+    "HassVacuumStart": ("vacuum",),
+    "HassVacuumReturnToBase": ("vacuum",),
+    "HassVacuumCleanArea": ("vacuum",),
+    "HassLawnMowerStartMowing": ("lawn_mower",),
+    "HassLawnMowerDock": ("lawn_mower",),
+    "HassGetWeather": ("weather",),
+    "HassListAddItem": ("todo",),
+    "HassListCompleteItem": ("todo",),
+    "HassListRemoveItem": ("todo",),
+    "HassShoppingListAddItem": ("todo",),
+    "HassShoppingListCompleteItem": ("todo",),
 }
+# Intents with no entity to act on (timers are the hub's own, not entities).
+UNTARGETED: Final = frozenset({
+    "HassGetCurrentDate", "HassGetCurrentTime", "HassNevermind", "HassRespond", "HassBroadcast",
+    "HassStartTimer", "HassCancelTimer", "HassCancelAllTimers", "HassIncreaseTimer", "HassDecreaseTimer",
+    "HassPauseTimer", "HassUnpauseTimer", "HassTimerStatus",
+})
+# Media intents act only on the players in the state they change (as Home Assistant's handlers).
+MEDIA_STATES: Final = {"HassMediaPause": "playing", "HassMediaUnpause": "paused", "HassMediaNext": "playing",
+                       "HassMediaPrevious": "playing"}
+SHOPPING_LIST: Final = "shopping list"
 
 
 def words_to_digits(text: str) -> str:
@@ -72,19 +121,24 @@ def words_to_digits(text: str) -> str:
     return " ".join(out)
 
 
+def normalize(text: str) -> str:
+    """Text as the matcher takes it: one space between words, no end punctuation."""
+    return _SPACE_RE.sub(" ", _PUNCT_RE.sub("", text.strip())).strip()
+
+
 @dataclass(frozen=True)
 class Intent:
     """A recognised home intent with its targets resolved."""
 
     name: str
-    slots: dict[str, Any]
+    slots: dict[str, Any]  # values, as an intent handler gets them
     targets: list[str]
     text: str
     response_key: str = "default"
-    confidence: float = 1.0
-    hassil_name: str = ""  # the upstream intent name (HassTurnOn for an opened cover)
-    error: str | None = None  # why the targets could not be resolved
+    slot_texts: dict[str, Any] = field(default_factory=dict)  # as they were said (for replies)
+    error: str | None = None  # why the targets could not be resolved (a response error key)
     error_args: dict[str, Any] = field(default_factory=dict)
+    needs_area: bool = False  # a "here" sentence, and the hub's room is unknown: ask which
 
     def to_data(self) -> IntentData:
         """The intent as it goes over MQTT."""
@@ -93,6 +147,14 @@ class Intent:
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by ``ask`` and the events."""
         return self.to_data().to_dict()
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
 
 
 class Nlu:
@@ -106,90 +168,131 @@ class Nlu:
 
     def recognize(self, text: str) -> Intent | None:
         """The best intent for the text, or None when it is not a home command."""
-        clean = _SPACE_RE.sub(" ", words_to_digits(text.strip().rstrip(".!?"))).strip()
+        clean = normalize(text)
         if not clean:
             return None
-        context: dict[str, Any] = {}
-        if self.grammar.site_area:
-            context["area"] = self.grammar.site_area
-        try:
-            result = hassil.recognize_best(
-                clean, self.grammar.intents, slot_lists=self.grammar.slot_lists,
-                skip_words=self._skip_words, intent_context=context or None,
-                language=self.grammar.language, best_slot_name="name",
-            )
-        except Exception:  # hassil raises on odd input; a miss, not a crash
-            _LOGGER.exception("hassil failed on %r", clean)
-            return None
+        site = self.grammar.site_area
+        result = self._best(clean, site)
+        placeholder = False
+        if result is None and site is None:
+            result = self._best(clean, HERE)
+            placeholder = result is not None
         if result is None:
+            digits = words_to_digits(clean)  # numbers the recogniser spelled ("fifty percent")
+            if digits != clean:
+                return self.recognize(digits)
             return None
-        return self._resolve(result, text)
+        return self._resolve(result, text, placeholder=placeholder)
 
-    def _resolve(self, result: Any, text: str) -> Intent:
+    def _best(self, text: str, area: str | None) -> Any:
+        context = {"area": {"value": area, "text": area}} if area else None
+        try:
+            return hassil.recognize_best(
+                text, self.grammar.intents, slot_lists=self.grammar.slot_lists, skip_words=self._skip_words,
+                intent_context=context, language=self.grammar.language,
+                best_metadata_key=CUSTOM_SENTENCE_KEY, best_slot_name="name")
+        except Exception:  # hassil raises on odd input; a miss, not a crash
+            _LOGGER.exception("hassil failed on %r", text)
+            return None
+
+    def _resolve(self, result: Any, text: str, *, placeholder: bool) -> Intent:
         slots: dict[str, Any] = {}
+        texts: dict[str, Any] = {}
         for key, entity in result.entities.items():
             value = entity.value
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             slots[key] = value
+            texts[key] = entity.text or value
         requires = dict(result.intent_data.requires_context or {})
-        return self.resolve(result.intent.name, slots, text, requires=requires,
-                            response_key=result.response or "default")
+        intent = self.resolve(result.intent.name, slots, text, requires=requires,
+                              response_key=result.response or "default", slot_texts=texts)
+        if placeholder and slots.get("area") == HERE:
+            return self._here(intent, requires)
+        return intent
 
-    def resolve(self, hassil_name: str, slots: dict[str, Any], text: str, *,
-                requires: dict[str, Any] | None = None, response_key: str = "default") -> Intent:
-        """Resolve an intent's slots (name, area, domain, ...) to the catalog's entities."""
+    def _here(self, intent: Intent, requires: dict[str, Any]) -> Intent:
+        """A "here" sentence without a known room: one room is meant, or the user is asked."""
+        slots = {k: v for k, v in intent.slots.items() if k != "area"}
+        texts = {k: v for k, v in intent.slot_texts.items() if k != "area"}
+        anywhere = self.resolve(intent.name, slots, intent.text, requires=requires,
+                                response_key=intent.response_key, slot_texts=texts)
+        if intent.name in UNTARGETED or anywhere.error:
+            return anywhere  # a timer, say, or nothing to act on: no room to ask about
+        rooms = {self._entity(t).area for t in anywhere.targets}
+        if len(rooms) > 1:
+            return replace(anywhere, needs_area=True)
+        room = next(iter(rooms))
+        return anywhere if room is None else self.with_area(intent, room, requires=requires)
+
+    def _entity(self, entity_id: str) -> Entity:
+        entity = self.catalog.get(entity_id)
+        assert entity is not None
+        return entity
+
+    def with_area(self, intent: Intent, area: str, *, requires: dict[str, Any] | None = None) -> Intent:
+        """The same intent in the given room (the answer to "Which room?")."""
+        slots = {**intent.slots, "area": area}
+        texts = {**intent.slot_texts, "area": area}
+        return self.resolve(intent.name, slots, intent.text, requires=requires, response_key=intent.response_key,
+                            slot_texts=texts)
+
+    def resolve(self, name: str, slots: dict[str, Any], text: str, *, requires: dict[str, Any] | None = None,
+                response_key: str = "default", slot_texts: dict[str, Any] | None = None) -> Intent:
+        """Resolve an intent's slots (name, area, domain, device class, state) to the catalog's entities."""
         requires = requires or {}
+        texts = dict(slot_texts or {})
+        if name in UNTARGETED or is_local(name):
+            return Intent(name=name, slots=slots, targets=[], text=text, response_key=response_key,
+                          slot_texts=texts)
         domains = (_as_list(slots.get("domain")) or _as_list(requires.get("domain"))
-                   or INTENT_DOMAINS.get(hassil_name, []))
-        name = slots.get("name")
-        area = slots.get("area") or (self.grammar.site_area if "area" in requires else None)
+                   or list(INTENT_DOMAINS.get(name, ())))
+        wanted_name = slots.get("name")
+        if name.startswith("HassShoppingList") and wanted_name is None:
+            wanted_name = self._shopping_list()
+        area = slots.get("area")
         device_class = slots.get("device_class")
-        targets: list[Entity] = []
-        error, error_args = None, {}
-        if name is not None:
-            wanted = str(name).casefold()
-            targets = [e for e in self.catalog
-                       if wanted in (n.casefold() for n in e.names)
-                       and (not domains or e.domain in domains)
-                       and (area is None or e.area == area)]
-            if not targets:
-                error, error_args = ("no_entity_in_area" if area else "no_entity"), {
-                    "entity": name, "area": area}
-        elif area is not None or domains or device_class:
-            targets = [e for e in self.catalog
-                       if (area is None or e.area == area)
-                       and (not domains or e.domain in domains)
-                       and (device_class is None
-                            or e.attributes.get("device_class") == device_class)]
-            if not targets:
-                what = device_class or (domains[0] if domains else "device")
-                key = "no_device_class" if device_class else "no_domain"
-                error = key + ("_in_area" if area else "")
-                error_args = {"device_class": what, "domain": what, "area": area}
-        if hassil_name == "HassClimateSetTemperature" and not targets:
-            targets = [e for e in self.catalog if e.domain == "climate"]
-            error = None if targets else "no_domain"
-            error_args = {"domain": "climate"}
-        intent_name = hassil_name
-        if targets and all(t.domain == "cover" for t in targets):
-            intent_name = {"HassTurnOn": "HassOpenCover",
-                           "HassTurnOff": "HassCloseCover"}.get(intent_name, intent_name)
-        return Intent(
-            name=intent_name,
-            slots=slots,
-            targets=[t.entity_id for t in targets],
-            text=text,
-            response_key=response_key,
-            hassil_name=hassil_name,
-            error=error,
-            error_args=error_args,
-        )
+        candidates = [e for e in self.catalog
+                      if (not domains or e.domain in domains)
+                      and (area is None or e.area == area)
+                      and (device_class is None or e.attributes.get("device_class") == device_class)]
+        if wanted_name is not None:
+            wanted = str(wanted_name).casefold()
+            candidates = [e for e in candidates if wanted in (n.casefold() for n in e.names)]
+        if name == "HassClimateGetTemperature" and not candidates and wanted_name is None:
+            candidates = [e for e in self.catalog if _is_temperature_sensor(e)
+                          and (area is None or e.area == area)]
+        error: str | None = None
+        error_args: dict[str, Any] = {}
+        if name in MEDIA_STATES and candidates:  # only what plays can pause (Home Assistant's rule)
+            candidates = [e for e in candidates if e.state == MEDIA_STATES[name]]
+            if not candidates:
+                error, error_args = "entity_wrong_state", {"state": MEDIA_STATES[name]}
+        elif not candidates:
+            error, error_args = _no_target(wanted_name, area, device_class, domains)
+        return Intent(name=name, slots=slots, targets=[e.entity_id for e in candidates], text=text,
+                      response_key=response_key, slot_texts=texts, error=error, error_args=error_args)
+
+    def _shopping_list(self) -> str | None:
+        lists = [e for e in self.catalog if e.domain == "todo"]
+        named = [e for e in lists if SHOPPING_LIST in (n.casefold() for n in e.names)]
+        chosen = named or (lists if len(lists) == 1 else [])
+        return chosen[0].name if chosen else "Shopping List"
 
 
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
+def _is_temperature_sensor(entity: Entity) -> bool:
+    unit = str(entity.attributes.get("unit_of_measurement", ""))
+    return entity.domain == "sensor" and (entity.attributes.get("device_class") == "temperature"
+                                          or unit in ("°C", "°F"))
+
+
+def _no_target(name: Any, area: Any, device_class: Any, domains: list[str]) -> tuple[str, dict[str, Any]]:
+    """Home Assistant's error key and arguments for a request that matched nothing."""
+    where = "_in_area" if area else ""
+    if name is not None:
+        return "no_entity" + where, {"entity": name, "area": area}
+    if device_class:
+        return "no_device_class" + where, {"device_class": device_class, "area": area}
+    if domains:
+        return "no_domain" + where, {"domain": domains[0], "area": area}
+    return "no_area" if area else "no_domain", {"area": area, "domain": "device"}

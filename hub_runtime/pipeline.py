@@ -19,7 +19,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from .frames import ControlFrame, ErrorFrame, Frame, InterruptionFrame, SystemFrame
 
@@ -35,11 +35,9 @@ class Direction(enum.Enum):
     UPSTREAM = 2
 
 
-class Observer(Protocol):
-    """Sees every frame sent between stages (``source`` None: fed from outside)."""
-
-    def on_frame(self, source: Stage | None, frame: Frame, direction: Direction) -> None:
-        """One frame was sent (the same frame may pass several stages)."""
+# Sees every frame sent between stages (``source`` None: fed from outside); the same frame
+# may pass several stages, so an observer acting once per frame keeps a :class:`Seen`.
+Observer = Callable[["Stage | None", Frame, Direction], None]
 
 
 class Seen:
@@ -281,9 +279,9 @@ class Pipeline:
         """Show a frame to every observer (an observer's failure is logged, never fatal)."""
         for observer in self.observers:
             try:
-                observer.on_frame(source, frame, direction)
+                observer(source, frame, direction)
             except Exception:
-                _LOGGER.exception("observer %s failed on %s", type(observer).__name__, type(frame).__name__)
+                _LOGGER.exception("an observer failed on %s", type(frame).__name__)
 
     def leave(self, frame: Frame) -> None:
         """A frame passed the last stage."""

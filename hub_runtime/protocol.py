@@ -34,13 +34,27 @@ OFFLINE: Final = "offline"
 MAX_TEXT: Final = 2000  # characters of text to speak or to understand
 CATALOG_SIZE_FACTOR: Final = 16  # a catalog may be this many times the payload limit
 
-# The intents a hub recognises and publishes; a controller executes them with its own
-# handlers (Home Assistant's names). HassNevermind and HassGetCurrentTime need no target.
-SUPPORTED_INTENTS: Final = (
-    "HassTurnOn", "HassTurnOff", "HassToggle", "HassOpenCover", "HassCloseCover", "HassLightSet",
-    "HassGetState", "HassClimateSetTemperature", "HassClimateGetTemperature", "HassSetPosition",
-    "HassGetCurrentTime", "HassGetCurrentDate", "HassNevermind",
+# The intents a hub recognises and publishes: Home Assistant's (its English templates, its
+# names), which a controller executes with its own handlers. Timers are the hub's own: it
+# keeps them itself, also under a controller, and only reports them.
+TIMER_INTENTS: Final = (
+    "HassStartTimer", "HassCancelTimer", "HassCancelAllTimers", "HassIncreaseTimer", "HassDecreaseTimer",
+    "HassPauseTimer", "HassUnpauseTimer", "HassTimerStatus",
 )
+SUPPORTED_INTENTS: Final = (
+    "HassTurnOn", "HassTurnOff", "HassToggle", "HassLightSet", "HassGetState",
+    "HassClimateGetTemperature", "HassClimateSetTemperature", "HassClimateSetFanMode", "HassGetWeather",
+    "HassGetCurrentDate", "HassGetCurrentTime", "HassSetPosition", "HassFanSetSpeed",
+    "HassMediaPause", "HassMediaUnpause", "HassMediaNext", "HassMediaPrevious", "HassSetVolume",
+    "HassSetVolumeRelative", "HassMediaPlayerMute", "HassMediaPlayerUnmute", "HassMediaSearchAndPlay",
+    *TIMER_INTENTS,
+    "HassListAddItem", "HassListCompleteItem", "HassListRemoveItem", "HassShoppingListAddItem",
+    "HassShoppingListCompleteItem", "HassVacuumStart", "HassVacuumReturnToBase", "HassVacuumCleanArea",
+    "HassLawnMowerStartMowing", "HassLawnMowerDock", "HassBroadcast", "HassNevermind", "HassRespond",
+)
+# Intents that only answer (never change the home); the rest change state or make noise.
+READ_ONLY_INTENTS: Final = ("HassGetState", "HassClimateGetTemperature", "HassGetWeather", "HassGetCurrentDate",
+                            "HassGetCurrentTime", "HassTimerStatus", "HassNevermind", "HassRespond")
 # What the hub is doing, as published on <base>/state: the user is speaking (listening),
 # a turn ended and the reply is being made (thinking), the hub plays its reply (speaking).
 DIALOGUE_STATES: Final = ("idle", "listening", "thinking", "speaking")
@@ -264,10 +278,14 @@ SESSION_START: Final = "session/start"
 SESSION_END: Final = "session/end"
 VOLUME: Final = "volume"
 CATALOG: Final = "catalog"
+CATALOG_STATES: Final = "catalog/states"
 INTENT_RESULT: Final = "intent/result"
 CONTROLLER: Final = "controller"
-COMMANDS: Final = (SAY, ASK, MUTE, UNMUTE, SESSION_START, SESSION_END, VOLUME, CATALOG, INTENT_RESULT,
-                   CONTROLLER)
+COMMANDS: Final = (SAY, ASK, MUTE, UNMUTE, SESSION_START, SESSION_END, VOLUME, CATALOG, CATALOG_STATES,
+                   INTENT_RESULT, CONTROLLER)
+
+
+BROADCAST_TOPIC: Final = f"{ROOT}/broadcast"  # a message for every hub but the one that heard it
 
 
 def discovery_topic(hub_id: str) -> str:
@@ -348,13 +366,25 @@ class Discovery(Message):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TimerInfo(Message):
+    """A timer the hub keeps (it ends ``seconds_left`` after the status was published)."""
+
+    id: str = id_field()
+    name: str | None = None
+    area: str | None = None
+    seconds_left: int = 0
+    is_active: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
 class Status(Message):
-    """``<base>/state`` (retained): the dialogue state, mute and volume."""
+    """``<base>/state`` (retained): the dialogue state, mute, volume and the hub's timers."""
 
     state: str = rule_field(choices=DIALOGUE_STATES)
     muted: bool = False
     volume: float = number_field(0.0, 4.0, 1.0)
     site: str | None = None
+    timers: tuple[TimerInfo, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -411,6 +441,15 @@ class AskResponse(Message):
     response: str = ""
     success: bool = False
     expects_reply: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Broadcast(Message):
+    """``duplex_hub/broadcast``: a message to say in every room (HassBroadcast), from ``hub_id``."""
+
+    message: str = text_field()
+    hub_id: str = id_field()
+    site: str | None = None
 
 
 # -- in: commands a hub takes ------------------------------------------------------------------
@@ -478,6 +517,22 @@ class CatalogMessage(Message):
 
 
 @dataclass(frozen=True, kw_only=True)
+class EntityState(Message):
+    """One entity's state and attributes (a change since the catalog)."""
+
+    entity_id: str = rule_field(min_len=3, max_len=255)
+    state: str = rule_field(max_len=255)
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogStates(Message):
+    """``<base>/catalog/states``: new states of entities of the catalog (names unchanged)."""
+
+    entities: tuple[EntityState, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class IntentResult(Message):
     """``<base>/intent/result``: the outcome of an intent executed elsewhere."""
 
@@ -495,12 +550,13 @@ class Controller(Message):
     timeout_s: float = number_field(0.1, 60.0, 5.0)
 
 
-Command = Say | Ask | Mute | SessionCommand | Volume | CatalogMessage | IntentResult | Controller | None
+Command = (Say | Ask | Mute | SessionCommand | Volume | CatalogMessage | CatalogStates | IntentResult | Controller
+           | None)
 
 
 def parse_command(relative: str, payload: bytes, *, max_bytes: int) -> Command:
     """Validate a payload on a command topic; None is an empty ``controller`` (standalone)."""
-    limit = max_bytes * (CATALOG_SIZE_FACTOR if relative == CATALOG else 1)
+    limit = max_bytes * (CATALOG_SIZE_FACTOR if relative in (CATALOG, CATALOG_STATES) else 1)
     if len(payload) > limit:
         raise BadPayload(f"{len(payload)} bytes is larger than the limit of {limit}")
     if relative in (MUTE, UNMUTE):
@@ -511,7 +567,8 @@ def parse_command(relative: str, payload: bytes, *, max_bytes: int) -> Command:
     if relative == CONTROLLER and not payload.strip():
         return None
     kinds: dict[str, type[Message]] = {SAY: Say, ASK: Ask, VOLUME: Volume, CATALOG: CatalogMessage,
-                                       INTENT_RESULT: IntentResult, CONTROLLER: Controller}
+                                       CATALOG_STATES: CatalogStates, INTENT_RESULT: IntentResult,
+                                       CONTROLLER: Controller}
     kind = kinds.get(relative)
     if kind is None:
         raise BadPayload(f"unknown command {relative!r}")
@@ -573,6 +630,15 @@ class SpeechEnd(Event):
 
     type: ClassVar[str] = "speech_end"
     offset_ms: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndOfTurn(Event):
+    """The turn stage closed the user's turn after ``silence_ms`` (``discard``: not one to answer)."""
+
+    type: ClassVar[str] = "end_of_turn"
+    silence_ms: int = 0
+    discard: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -691,6 +757,18 @@ class StateChanged(Event):
 
     type: ClassVar[str] = "state"
     state: str = rule_field(choices=DIALOGUE_STATES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimerEvent(Event):
+    """A timer changed: ``started``, ``updated``, ``paused``, ``resumed``, ``cancelled`` or ``finished``."""
+
+    type: ClassVar[str] = "timer"
+    action: str
+    id: str
+    seconds_left: int = 0
+    name: str | None = None
+    area: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

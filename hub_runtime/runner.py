@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -41,22 +42,14 @@ class RunResult:
     cpu_s: float = 0.0  # process CPU (all threads) while frames were fed, set-up excluded
 
 
-async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | None = None,
-                   agent: Agent | None = None, realtime: bool = False, echo: tuple[int, float] | None = None,
-                   events: EventLog | None = None, say_at: list[tuple[int, str]] | None = None,
-                   mqtt: bool = False, linger_s: float = 0.0) -> RunResult:
-    """Feed ``mic`` through one loop; the speaker output is on the same timeline.
-
-    ``say_at`` schedules hub utterances (input ms, text), as the MQTT ``say`` topic would.
-    With ``mqtt`` the loop is bridged to the broker; ``linger_s`` keeps it running (on
-    silence) that long after the input, e.g. for a result from Home Assistant. Engines
-    loaded here are closed here.
-    """
+@contextlib.asynccontextmanager
+async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqtt: bool,
+                       engines: Engines | None = None, agent: Agent | None = None) -> AsyncIterator[DialogueLoop]:
+    """A started loop (bridged to MQTT with ``mqtt``); stopped, and engines loaded here closed, on exit."""
     owned = engines is None
-    engines = engines or await Engines.load(settings)
+    shared = engines or await Engines.load(settings)
     home = agent if agent is not None else await asyncio.to_thread(Agent.from_settings, settings)
-    log = events or EventLog()
-    loop = DialogueLoop(settings, engines, home, clock=Clock(realtime=realtime), events=log)
+    loop = DialogueLoop(settings, shared, home, clock=Clock(realtime=realtime), events=log)
     bridge = None
     try:
         await loop.start()
@@ -69,6 +62,27 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(READY_TIMEOUT_S):  # listen before speech comes in
                         await bridge.ready()
+        yield loop
+    finally:
+        if bridge is not None:
+            await bridge.stop()
+        await loop.stop()
+        if owned:
+            await shared.close()
+
+
+async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | None = None,
+                   agent: Agent | None = None, realtime: bool = False, echo: tuple[int, float] | None = None,
+                   events: EventLog | None = None, say_at: list[tuple[int, str]] | None = None,
+                   mqtt: bool = False, linger_s: float = 0.0) -> RunResult:
+    """Feed ``mic`` through one loop; the speaker output is on the same timeline.
+
+    ``say_at`` schedules hub utterances (input ms, text), as the MQTT ``say`` topic would.
+    With ``mqtt`` the loop is bridged to the broker; ``linger_s`` keeps it running (on
+    silence) that long after the input, e.g. for a result from Home Assistant.
+    """
+    log = events or EventLog()
+    async with running_loop(settings, log, realtime=realtime, mqtt=mqtt, engines=engines, agent=agent) as loop:
         n, frame_ms = settings.audio.chunk_size, settings.frame_ms
         total = math.ceil(len(mic) / n)
         tail_max = int((TAIL_MAX_S + linger_s) * 1000 / frame_ms)
@@ -92,12 +106,6 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
 
         recording = await drive(loop, source, realtime=realtime,
                                 room=EchoRoom(echo[0], echo[1], n) if echo else None)
-    finally:
-        if bridge is not None:
-            await bridge.stop()
-        await loop.stop()
-        if owned:
-            await engines.close()
     return RunResult(events=log.events, speaker=recording.speaker_audio, mic=recording.mic_audio,
                      cpu_s=recording.cpu_s)
 
@@ -105,30 +113,16 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
 async def run_live(settings: Settings, events: EventLog, *, mqtt: bool = True) -> None:
     """Run on the configured sound devices until interrupted."""
     from .audio.devices import LiveDuplex
-    from .mqtt.bridge import start_bridge
 
     device = LiveDuplex(settings)  # fails first (DeviceError) when there is no device
-    engines = await Engines.load(settings)
-    agent = await asyncio.to_thread(Agent.from_settings, settings)
-    clock = Clock(realtime=True)
-    loop = DialogueLoop(settings, engines, agent, clock=clock, events=events)
-    bridge = None
     try:
-        await loop.start()
-        if mqtt:
-            bridge = await start_bridge(settings, loop)
-            if bridge is not None:
-                events.listeners.append(bridge.on_event)
-        clock.start()
-        async for frame in device.frames():
-            out, _heard = loop.tick(frame, clock.now_ms())
-            device.play(out)
+        async with running_loop(settings, events, realtime=True, mqtt=mqtt) as loop:
+            loop.clock.start()
+            async for frame in device.frames():
+                out, _heard = loop.tick(frame, loop.clock.now_ms())
+                device.play(out)
     finally:
         device.close()
-        if bridge is not None:
-            await bridge.stop()
-        await loop.stop()
-        await engines.close()
 
 
 def run_command(settings: Settings, args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ class DialogueTracker:
         self.sink = sink
         self.state = IDLE
         self._making = False  # a turn ended and its reply is being made
+        self.asking = False  # the reply in progress asks the user something
         self._unplayed = 0  # reply texts sent to the voice and not yet played to the end
         self._seen = Seen()
 
@@ -56,6 +57,7 @@ class DialogueTracker:
         elif isinstance(frame, SpeechStartedFrame):
             self._quiet_becomes(LISTENING)
         elif isinstance(frame, TranscriptFrame):
+            self.asking = False
             if frame.text:
                 self._making = True
                 self._set(THINKING)
@@ -66,6 +68,7 @@ class DialogueTracker:
                 self._quiet_becomes(IDLE)
         elif isinstance(frame, ResponseFrame):
             self._making = False
+            self.asking = frame.expects_reply
             self._quiet_becomes(IDLE)  # nothing to say; with a reply, speaking follows
         elif isinstance(frame, BotStartedSpeakingFrame):
             self._set(SPEAKING)

@@ -18,3 +18,25 @@ def complete_sentences(pending: str) -> tuple[list[str], str]:
     """Streaming text: (the sentences already complete, the unfinished rest)."""
     parts = SENTENCE_END.split(pending)
     return [p.strip() for p in parts[:-1] if p.strip()], parts[-1]
+
+
+QUESTION_START: Final = frozenset(
+    "is are was were what what's whats which who who's when where why how do does did has have can could "
+    "will would".split())
+
+
+def is_question(words: list[str], text: str = "") -> bool:
+    """Words heard as a question ("is the light on", "what ...?"): they must never become a command."""
+    return text.rstrip().endswith("?") or (bool(words) and words[0] in QUESTION_START)
+
+
+BACKCHANNELS: Final = frozenset({
+    "yeah", "yes", "yep", "yup", "okay", "ok", "right", "alright", "all right", "sure", "mm hmm", "mhm",
+    "uh huh", "i see", "got it", "cool", "great", "nice", "really", "wow", "oh", "ah", "hmm", "mm",
+    "yeah yeah", "okay okay", "right right", "i know", "of course", "exactly", "true", "fine",
+})
+
+
+def is_backchannel(text: str) -> bool:
+    """A listener's "mm hmm": it tells the hub to go on, not to stop (unless the hub asked something)."""
+    return " ".join(text.lower().replace(",", " ").split()) in BACKCHANNELS

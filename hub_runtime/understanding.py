@@ -2,32 +2,79 @@
 
 Speech (the router stage), MQTT ``ask`` (and so Home Assistant's conversation agent) and
 ``hub-runtime ask`` all go through :meth:`Understanding.turn`: the same options
-(``llm.prefer_local``), the same order (the home grammar, then the LLM), the same way of
-carrying out an intent (here when standalone, else by the controller; for an ``ask``
-answered to a controller, the asker executes it and the hub only renders its reply).
+(``llm.prefer_local``), the same order, the same way of carrying out an intent (here when
+standalone, else by the controller; for an ``ask`` answered to a controller, the asker
+executes it and the hub only renders its reply).
+
+The order of a turn:
+
+1. an empty or unreadable turn is not understood (it never reaches the LLM);
+2. the answer to a question the hub just asked in this conversation ("Which room?",
+   "Do you want me to ...?", "Which timer?");
+3. Home Assistant's templates (the NLU), small talk included; a "here" sentence without a
+   known room asks "Which room?"; timers are the hub's own;
+4. the LLM, a weak helper: a question it answers may only read state; an action it
+   proposes is never done at once — the hub asks first ("Do you want me to turn on the
+   TV?") and acts only on a yes, and refuses outright what the words contradict; its
+   spoken replies are checked before they are said.
+
+Replies to actions are rendered from what was executed, never written by the LLM.
 
 A turn is a stream of pieces: :class:`Recognized` (an intent, before it is carried out,
 so that it can be published and a controller can answer it) and :class:`Said` (reply
-text, sentence by sentence for the LLM), so that speech is spoken while the LLM is
-still writing.
+text, sentence by sentence for the LLM).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from .agent import Agent
 from .engines.base import LlmEngine
-from .nlu import Intent
+from .grammar.automaton import FUNCTION_WORDS
+from .llm.check import NOT_SURE
+from .nlu import Intent, words_to_digits
+from .protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from .settings import Settings
+from .smalltalk import ANSWERS, SmallTalk, is_local
+from .text import is_backchannel, is_question
+from .timers import Timer, TimerError, Timers
 
 if TYPE_CHECKING:
-    from .llm.dialogue import LlmDialogue
+    from .llm.dialogue import Act, LlmDialogue
 
 NO_INTENT_RESPONSE: Final = "Sorry, I couldn't understand that"
+NOT_HEARD: Final = "Sorry, I didn't catch that."
+CANNOT: Final = "Sorry, I can't do that yet."
+WHICH_ROOM: Final = "Which room?"
+DECLINED: Final = "Okay, I won't."
+VOICE: Final = ""  # the conversation of the room's own voice (MQTT asks carry their own ids)
+_YES: Final = frozenset({"yes", "yeah", "yep", "yup", "sure", "ok", "okay", "please", "do it", "go ahead",
+                         "yes please", "correct", "that's right", "right", "affirmative", "please do",
+                         "sounds good", "of course", "yes do it", "absolutely", "definitely"})
+_NO: Final = frozenset({"no", "nope", "nah", "don't", "do not", "cancel", "never mind", "nevermind", "stop",
+                        "no thanks", "no thank you", "leave it", "forget it", "no don't", "not now"})
+_WORD_RE: Final = re.compile(r"[a-z0-9']+")
+# said over the hub, these only stop it
+STOP_PHRASES: Final = frozenset({
+    "stop", "stop it", "stop talking", "cancel", "be quiet", "quiet", "shut up", "never mind", "nevermind",
+    "enough", "that's enough", "thats enough", "ok stop", "okay stop", "please stop", "stop please", "wait",
+    "hold on", "wait a second", "hang on", "silence", "no stop", "that's it", "thank you stop",
+})
+# words that say an action's direction: an LLM's proposal against them is refused
+_POLARITY: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
+    # intent: (words that support it, words that contradict it)
+    "HassTurnOn": (frozenset("on open start activate run enable unlock lock raise up".split()),
+                   frozenset("off close shut stop disable pause lower down mute resume skip next "
+                             "previous".split())),
+    "HassTurnOff": (frozenset("off close shut stop disable unlock lock lower down".split()),
+                    frozenset("on open start activate run enable pause resume play next skip".split())),
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +93,7 @@ class Said:
 
     text: str
     source: str | None  # grammar | llm | None (nothing matched)
+    expects_reply: bool = False  # a question to the user: the next turn answers it
 
 
 @dataclass(frozen=True)
@@ -57,6 +105,7 @@ class Reply:
     intent_id: str | None
     source: str | None  # grammar | llm | None
     response: str
+    expects_reply: bool = False
 
     @property
     def success(self) -> bool:
@@ -69,24 +118,64 @@ class Reply:
                 "source": self.source, "response": self.response}
 
 
-class Understanding:
-    """One room's understanding: the home's grammar first, then its LLM."""
+@dataclass
+class Pending:
+    """A question the hub asked; the next turn of the conversation may answer it."""
 
-    def __init__(self, agent: Agent, llm: LlmDialogue | None, *, prefer_local: bool = True) -> None:
-        """Understand against ``agent``'s home; ``llm`` None: the grammar alone."""
+    kind: str  # confirm | room | timer
+    intent: Intent
+    source: str
+    call: str | None = None
+    timers: list[Timer] = field(default_factory=list)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD_RE.findall(text.lower().replace("’", "'"))
+
+
+def describe(intent: Intent, names: list[str]) -> str:
+    """An action as the hub asks about it: "turn on the Kitchen Light"."""
+    what = " and ".join(names) if names else "that"
+    slots = intent.slots
+    verbs = {"HassTurnOn": "turn on", "HassTurnOff": "turn off", "HassToggle": "toggle"}
+    if intent.name in verbs:
+        return f"{verbs[intent.name]} the {what}"
+    if intent.name == "HassLightSet":
+        value = f"{slots['brightness']} percent" if "brightness" in slots else str(slots.get("color", "that"))
+        return f"set the {what} to {value}"
+    if intent.name == "HassSetPosition":
+        return f"set the {what} to {slots.get('position')} percent"
+    if intent.name == "HassClimateSetTemperature":
+        return f"set the temperature to {slots.get('temperature')} degrees"
+    if intent.name == "HassMediaSearchAndPlay":
+        return f"play {slots.get('search_query')} on the {what}"
+    return f"do that to the {what}"
+
+
+class Understanding:
+    """One room's understanding: the home's templates first, then its LLM, with follow-ups."""
+
+    def __init__(self, agent: Agent, llm: LlmDialogue | None, *, prefer_local: bool = True,
+                 timers: Timers | None = None, clock: Callable[[], dt.datetime] | None = None) -> None:
+        """Understand against ``agent``'s home; ``llm`` None: the templates alone."""
         self.agent = agent
         self.llm = llm
         self.prefer_local = prefer_local
+        self.timers = timers
+        self.clock = clock or dt.datetime.now
+        self.small_talk = SmallTalk()
+        self._pending: dict[str, Pending] = {}
 
     @classmethod
-    def build(cls, settings: Settings, agent: Agent, engine: LlmEngine | None) -> Understanding:
+    def build(cls, settings: Settings, agent: Agent, engine: LlmEngine | None, *,
+              timers: Timers | None = None) -> Understanding:
         """The understanding these settings ask for, with an LLM dialogue over ``engine``."""
         llm = None
         if engine is not None and settings.llm.enabled:
             from .llm.dialogue import LlmDialogue
 
             llm = LlmDialogue(settings, engine, agent)
-        return cls(agent, llm, prefer_local=settings.llm.prefer_local)
+        return cls(agent, llm, prefer_local=settings.llm.prefer_local, timers=timers)
 
     def needs_llm(self, text: str) -> bool:
         """Whether this text would go to the LLM (a caller may load one only then)."""
@@ -98,56 +187,216 @@ class Understanding:
         if self.llm is not None:
             self.llm.spoken.add(text)
 
-    async def turn(self, text: str, *, delegate: bool = False,
-                   spoken: bool = True) -> AsyncIterator[Recognized | Said]:
+    def waiting(self, conversation: str = VOICE) -> bool:
+        """Whether the hub asked this conversation something it has not answered yet."""
+        return conversation in self._pending
+
+    # -- a turn -------------------------------------------------------------------------------
+    async def turn(self, text: str, *, delegate: bool = False, spoken: bool = True,
+                   conversation: str = VOICE, overlapped: bool = False) -> AsyncIterator[Recognized | Said]:
         """Understand one turn and carry it out; stopping the iteration stops it.
 
         ``delegate``: the asker executes the intent when a controller is set (``ask``).
         ``spoken``: the reply will be played (the LLM's history keeps what was heard).
+        ``conversation``: whose follow-up this may be (the voice, or an ``ask``'s id).
+        ``overlapped``: said over the hub's voice: "stop", "be quiet", a listener's "okay" only
+        stopped it (the hub already did), they ask for nothing else.
         """
         text = text.strip()
-        use_grammar = self.prefer_local or self.llm is None
-        intent = self.agent.recognize(text) if text and use_grammar else None
+        if not any(c.isalnum() for c in text):
+            yield Said(NOT_HEARD, None)
+            return
+        if overlapped and (" ".join(_words(text)) in STOP_PHRASES or is_backchannel(text)):
+            self._pending.pop(conversation, None)
+            yield Said("", None)
+            return
+        pending = self._pending.pop(conversation, None)
+        if pending is not None:
+            answered = False
+            async for piece in self._answer(pending, text, delegate, conversation):
+                answered = True
+                yield piece
+            if answered:
+                return
+        intent = self.agent.recognize(text) if self.prefer_local or self.llm is None else None
         if intent is not None:
-            async for piece in self._act(intent, "grammar", delegate):
+            async for piece in self._intent(intent, "grammar", delegate, conversation):
                 yield piece
             return
-        if self.llm is None or not text:
+        if self.llm is None:
             yield Said(NO_INTENT_RESPONSE, None)
             return
         from .llm.dialogue import Act
 
         async for item in self.llm.turn(text, spoken=spoken):
             if isinstance(item, Act):
-                async for piece in self._act(item.intent, "llm", delegate, call=item.call):
+                async for piece in self._proposal(item, text, delegate, conversation):
                     yield piece
             else:
                 yield Said(item.text, "llm")
 
-    async def _act(self, intent: Intent, source: str, delegate: bool,
-                   call: str | None = None) -> AsyncIterator[Recognized | Said]:
+    async def _intent(self, intent: Intent, source: str, delegate: bool, conversation: str,
+                      call: str | None = None, *, confirmed: bool = False) -> AsyncIterator[Recognized | Said]:
+        if intent.name in ANSWERS:  # "yes", "the kitchen": nothing was asked
+            yield Said(NO_INTENT_RESPONSE, None)
+            return
+        if is_local(intent.name):
+            yield Said(self.small_talk.reply(intent.name, self.clock()), source)
+            return
+        if intent.needs_area:
+            self._pending[conversation] = Pending("room", intent, source, call)
+            yield Said(WHICH_ROOM, source, expects_reply=True)
+            return
+        if intent.name in TIMER_INTENTS:
+            async for piece in self._timer(intent, source, conversation):
+                yield piece
+            return
+        if not confirmed and self._names_in_query(intent):
+            # "play jazz on kitchen speak on sunday": a device or room went into the search
+            # words, so the player chosen may not be the one meant: ask first
+            self._pending[conversation] = Pending("confirm", intent, source, call)
+            names = [e.name for e in map(self.agent.model.catalog.get, intent.targets) if e is not None]
+            yield Said(f"Do you want me to {describe(intent, names)}?", source, expects_reply=True)
+            return
         intent_id = uuid.uuid4().hex
-        if not delegate:
+        if not delegate and intent.error is None:
             self.agent.expect(intent_id)  # before the intent is published: the result may come fast
         yield Recognized(intent, intent_id, source, call)
-        outcome = await self.agent.act(intent, intent_id=intent_id, delegate=delegate)
+        outcome = await self.agent.act(intent, intent_id=intent_id, delegate=delegate, now=self.clock())
         yield Said(outcome.response, source)
 
-    async def answer(self, text: str, *, delegate: bool = False,
+    async def _timer(self, intent: Intent, source: str, conversation: str) -> AsyncIterator[Recognized | Said]:
+        """Timers are the hub's own, also under a controller: published, but done here."""
+        home = self.agent.model.home
+        if self.timers is None:
+            yield Said(home.render(home.responses.get("errors", {}).get("no_timer_support", CANNOT), {}), source)
+            return
+        yield Recognized(intent, uuid.uuid4().hex, source)
+        try:
+            extra = self.timers.handle(intent)
+        except TimerError as err:
+            if err.key == "multiple_timers_matched" and len(err.candidates) > 1:
+                self._pending[conversation] = Pending("timer", intent, source, timers=err.candidates)
+                options = " or ".join(t.describe() for t in err.candidates[:3])
+                yield Said(f"Which timer? {options[0].upper()}{options[1:]}?", source, expects_reply=True)
+                return
+            errors = home.responses.get("errors", {})
+            yield Said(home.render(errors.get(err.key, NO_INTENT_RESPONSE), {}), source)
+            return
+        yield Said(home.handle(replace(intent, slot_texts={**intent.slot_texts, **extra}), apply=False).response,
+                   source)
+
+    async def _proposal(self, act: Act, text: str, delegate: bool,
+                        conversation: str) -> AsyncIterator[Recognized | Said]:
+        """An intent the LLM proposed: answered if it only reads, else asked about first."""
+        intent = act.intent
+        words = _words(text)
+        if intent.name in READ_ONLY_INTENTS:
+            # a question, and an answer about what it asks: the time for the time, a named thing's state
+            wanted = intent.name != "HassGetCurrentTime" or bool({"time", "clock", "late"} & set(words))
+            if not is_question(words, text) or not wanted:
+                yield Said(NOT_SURE if is_question(words, text) else CANNOT, "llm")
+                return
+        if intent.error is not None or intent.name in READ_ONLY_INTENTS:
+            async for piece in self._intent(intent, "llm", delegate, conversation, act.call):
+                yield piece
+            return
+        support, against = _POLARITY.get(intent.name, (frozenset(), frozenset()))
+        if set(words) & against and not set(words) & support:
+            yield Said(CANNOT, "llm")
+            return
+        self._pending[conversation] = Pending("confirm", intent, "llm", act.call)
+        names = [e.name for e in map(self.agent.model.catalog.get, intent.targets) if e is not None]
+        yield Said(f"Do you want me to {describe(intent, names)}?", "llm", expects_reply=True)
+
+    async def _answer(self, pending: Pending, text: str, delegate: bool,
+                      conversation: str) -> AsyncIterator[Recognized | Said]:
+        """The reply to the hub's question; nothing when the turn is something else."""
+        said = " ".join(_words(text))
+        heard = self.agent.recognize(text)
+        kind = heard.name if heard is not None else None
+        if pending.kind == "confirm":
+            if kind == "DuplexHubYes" or said in _YES:
+                async for piece in self._intent(pending.intent, pending.source, delegate, conversation,
+                                                pending.call, confirmed=True):
+                    yield piece
+            elif kind == "DuplexHubNo" or said in _NO:
+                yield Said(DECLINED, pending.source)
+            return
+        if pending.kind == "room":
+            area = heard.slots.get("area") if heard is not None and kind == "DuplexHubArea" else None
+            if area is None and heard is None and len(said.split()) <= 4:
+                area = self._area_in(text)
+            if area is not None:
+                intent = self.agent.model.nlu.with_area(pending.intent, area)
+                async for piece in self._intent(intent, pending.source, delegate, conversation, pending.call):
+                    yield piece
+            elif kind == "DuplexHubNo" or said in _NO:
+                yield Said(DECLINED, pending.source)
+            return
+        if pending.kind == "timer":
+            timer = self._timer_in(said, pending.timers)
+            if timer is not None:
+                slots = {k: v for k, v in pending.intent.slots.items()
+                         if k not in ("name", "area", "start_hours", "start_minutes", "start_seconds")}
+                if timer.name:
+                    slots["name"] = timer.name
+                else:
+                    slots.update({k: v for k, v in (("start_hours", timer.start_hours),
+                                                    ("start_minutes", timer.start_minutes),
+                                                    ("start_seconds", timer.start_seconds)) if v})
+                async for piece in self._timer(replace(pending.intent, slots=slots), pending.source, conversation):
+                    yield piece
+            elif kind == "DuplexHubNo" or said in _NO:
+                yield Said(DECLINED, pending.source)
+
+    def _names_in_query(self, intent: Intent) -> bool:
+        """A media search whose words name a room or a device of the home."""
+        query = intent.slots.get("search_query")
+        if intent.name != "HassMediaSearchAndPlay" or not isinstance(query, str):
+            return False
+        catalog = self.agent.model.catalog
+        words = {w for e in catalog for n in (*e.names, e.area or "") for w in _words(n)} - FUNCTION_WORDS
+        return bool(set(_words(query)) & words)
+
+    def _area_in(self, text: str) -> str | None:
+        said = f" {' '.join(_words(text))} "
+        for area in sorted(self.agent.model.catalog.areas, key=len, reverse=True):
+            if f" {' '.join(_words(area))} " in said:
+                return area
+        return None
+
+    @staticmethod
+    def _timer_in(said: str, timers: list[Timer]) -> Timer | None:
+        numbers = set(words_to_digits(said).split())
+        for timer in timers:
+            if timer.name and timer.name.casefold() in said:
+                return timer
+        for timer in timers:
+            starts = {str(v) for v in (timer.start_hours, timer.start_minutes, timer.start_seconds) if v}
+            if starts and starts <= numbers:
+                return timer
+        return None
+
+    async def answer(self, text: str, *, delegate: bool = False, conversation: str | None = None,
                      on_intent: Callable[[Recognized], None] | None = None) -> Reply:
         """A whole turn as text (``ask``); ``on_intent`` sees the intent before it is carried out."""
         recognized: Recognized | None = None
         said: list[str] = []
         source: str | None = None
-        async for piece in self.turn(text, delegate=delegate, spoken=False):
+        expects = False
+        async for piece in self.turn(text, delegate=delegate, spoken=False,
+                                     conversation=conversation if conversation is not None else uuid.uuid4().hex):
             if isinstance(piece, Recognized):
                 recognized = piece
                 if on_intent is not None:
                     on_intent(piece)
             else:
                 source = piece.source
+                expects |= piece.expects_reply
                 if piece.text:
                     said.append(piece.text)
         return Reply(text=text, intent=recognized.intent if recognized else None,
                      intent_id=recognized.intent_id if recognized else None, source=source,
-                     response=" ".join(said))
+                     response=" ".join(said), expects_reply=expects)
+

@@ -13,6 +13,7 @@ import copy
 import functools
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -22,7 +23,10 @@ from typing import Any, Final
 import hassil
 from hassil.intents import RangeSlotList, TextSlotList, TextSlotValue
 
-from ..catalog import Catalog
+from ..catalog import Catalog, Entity
+from ..protocol import SUPPORTED_INTENTS
+from ..smalltalk import ANSWERS
+from ..smalltalk import INTENTS as SMALL_TALK
 from .automaton import (
     Dfa,
     Nfa,
@@ -35,40 +39,14 @@ from .automaton import (
 
 _LOGGER = logging.getLogger(__name__)
 
-SUPPORTED_INTENTS: Final = (
-    "HassTurnOn",
-    "HassTurnOff",
-    "HassToggle",
-    "HassLightSet",
-    "HassClimateSetTemperature",
-    "HassGetState",
-    "HassSetPosition",
-    "HassGetCurrentTime",
-    "HassNevermind",
-    "DuplexHubHelp",
-)
 # Numbers the grammar tier spells out for range lists (fractions are left to the NLU).
 MAX_SPOKEN_RANGE: Final = 100
-SKIP_PREFIXES: Final = ("please", "can you", "could you", "would you", "hey")
+SKIP_PREFIXES: Final = ("please", "can you", "could you", "would you", "hey", "i'd like to", "i want to")
 SKIP_SUFFIXES: Final = ("please", "for me")
+EXPOSED_ATTRIBUTES: Final = ("device_class",)  # entity attributes templates may require (as Home Assistant)
 
-# Blocks added to the upstream templates, in their style: HassToggle has no English
-# templates, and a home with one thermostat needs no room to set the temperature.
+# Home Assistant has no English templates for HassToggle; these follow the style of its own.
 _EXTRA_INTENTS: Final[dict[str, Any]] = {
-    "HassClimateSetTemperature": {
-        "data": [
-            {
-                "sentences": [
-                    "(<numeric_value_set>|adjust) [the] (<temp>|thermostat|heating) to "
-                    "{temperature}[([ ]°)|( degree[s])]",
-                ],
-            }
-        ]
-    },
-    "DuplexHubHelp": {
-        "data": [{"sentences": ["what can you do", "what can I say", "help [me]",
-                                "how (do|does) this work"]}]
-    },
     "HassToggle": {
         "data": [
             {
@@ -88,16 +66,7 @@ _EXTRA_INTENTS: Final[dict[str, Any]] = {
         ]
     }
 }
-_EXTRA_RESPONSES: Final = {
-    "HassToggle": {"default": "Toggled", "lights_area": "Toggled the lights"},
-    "DuplexHubHelp": {"default": (
-        "I can switch your lights, switches and fans on and off, or toggle them. "
-        "I can set a light's brightness and colour, and the temperature of the thermostat. "
-        "I can open and close covers such as doors and blinds, or set their position. "
-        "You can ask me whether something is on, what a sensor says, or what time it is. "
-        "And you can talk over me at any time: I will stop and listen."
-    )},
-}
+_EXTRA_RESPONSES: Final = {"HassToggle": {"default": "Toggled", "lights_area": "Toggled the lights"}}
 
 
 @cache
@@ -109,10 +78,10 @@ def _intents_document(language: str) -> dict[str, Any]:
 
 
 def intents_document(language: str) -> dict[str, Any]:
-    """The upstream intents for a language, limited to the supported intents."""
+    """Home Assistant's intents for a language, limited to those a hub supports, plus HassToggle and small talk."""
     doc = copy.deepcopy(_intents_document(language))
     doc["intents"] = {k: v for k, v in doc["intents"].items() if k in SUPPORTED_INTENTS}
-    for name, body in _EXTRA_INTENTS.items():
+    for name, body in {**_EXTRA_INTENTS, **SMALL_TALK}.items():
         doc["intents"].setdefault(name, {"data": []})["data"].extend(copy.deepcopy(body["data"]))
     responses = doc.setdefault("responses", {}).setdefault("intents", {})
     for name, body in _EXTRA_RESPONSES.items():
@@ -122,24 +91,36 @@ def intents_document(language: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class NameValue:
-    """One spoken name of an entity."""
+    """One spoken name of an entity, with the context templates may require (domain, device class)."""
 
     text: str
     entity_id: str
-    domain: str
     canonical: str  # the entity's name (the slot value for an alias too)
+    context: dict[str, Any]
 
 
-def _domain_ok(domain: str, requires: dict[str, Any], excludes: dict[str, Any]) -> bool:
-    want = requires.get("domain")
-    if want is not None:
-        allowed = [want] if isinstance(want, str) else list(want)
-        if domain not in allowed:
+def name_context(entity: Entity) -> dict[str, Any]:
+    """What a template's ``requires_context`` may check about an entity (as Home Assistant)."""
+    context: dict[str, Any] = {"domain": entity.domain}
+    for attr in EXPOSED_ATTRIBUTES:
+        if attr in entity.attributes:
+            context[attr] = entity.attributes[attr]
+    return context
+
+
+def _as_list(value: Any) -> list[Any]:
+    return [value] if isinstance(value, str) or not isinstance(value, list | tuple) else list(value)
+
+
+def context_ok(context: dict[str, Any], requires: dict[str, Any], excludes: dict[str, Any]) -> bool:
+    """Whether a name with this context may fill a template with these requirements."""
+    for key, want in requires.items():
+        if isinstance(want, dict):  # a slot from the intent context (the area), not a name's
+            continue
+        if key not in context or context[key] not in _as_list(want):
             return False
-    not_want = excludes.get("domain")
-    if not_want is not None:
-        banned = [not_want] if isinstance(not_want, str) else list(not_want)
-        if domain in banned:
+    for key, banned in excludes.items():
+        if key in context and context[key] in _as_list(banned):
             return False
     return True
 
@@ -148,14 +129,13 @@ class HomeGrammar:
     """The language of commands for one home."""
 
     def __init__(self, catalog: Catalog, *, language: str = "en", site_area: str | None = None):
-        """Specialise the templates to this catalog (0.3-1 s for a typical home)."""
-        started = time.perf_counter()
+        """Specialise the templates to this catalog (the automaton waits until it is needed)."""
         self.language = language
         self.site_area = site_area
         self.document = intents_document(language)
         self.intents = hassil.Intents.from_dict(self.document)
         self.names: list[NameValue] = [
-            NameValue(text=name, entity_id=e.entity_id, domain=e.domain, canonical=e.name)
+            NameValue(text=name, entity_id=e.entity_id, canonical=e.name, context=name_context(e))
             for e in catalog
             for name in e.names
         ]
@@ -164,10 +144,7 @@ class HomeGrammar:
             "name": TextSlotList(
                 name="name",
                 values=[
-                    TextSlotValue(
-                        text_in=hassil.TextChunk(n.text), value_out=n.canonical,
-                        context={"domain": n.domain},
-                    )
+                    TextSlotValue(text_in=hassil.TextChunk(n.text), value_out=n.canonical, context=n.context)
                     for n in self.names
                 ],
             ),
@@ -180,16 +157,37 @@ class HomeGrammar:
             ),
             "floor": TextSlotList(name="floor", values=[]),
         }
-        self.dfa = self._compile()
-        self.build_s = time.perf_counter() - started
-        _LOGGER.info(
-            "grammar: %d names, %d areas -> %d states, %d words in %.2f s",
-            len(self.names), len(self.areas), self.dfa.num_states, len(self.dfa.words),
-            self.build_s,
-        )
+        self._dfa: Dfa | None = None
+        self._commands_dfa: Dfa | None = None
+        self._dfa_lock = threading.Lock()
+        self.build_s = 0.0  # of the automaton (built on first use: text alone needs none)
 
     # -- automaton ------------------------------------------------------------------
-    def _compile(self) -> Dfa:
+    @property
+    def dfa(self) -> Dfa:
+        """The minimal word automaton of the closed sentences (built once, on first use)."""
+        with self._dfa_lock:
+            if self._dfa is None:
+                started = time.perf_counter()
+                self._dfa = self._compile()
+                self.build_s = time.perf_counter() - started
+                _LOGGER.info("grammar: %d names, %d areas -> %d states, %d words in %.2f s", len(self.names),
+                             len(self.areas), self._dfa.num_states, len(self._dfa.words), self.build_s)
+            return self._dfa
+
+    @property
+    def commands_dfa(self) -> Dfa:
+        """The automaton without the answers to the hub's questions ("yes", "no", a room).
+
+        What the grammar tier listens for while the hub asked nothing: short answers
+        would otherwise attract any speech the grammar does not fit ("do not").
+        """
+        with self._dfa_lock:
+            if self._commands_dfa is None:
+                self._commands_dfa = self._compile(exclude=ANSWERS)
+            return self._commands_dfa
+
+    def _compile(self, exclude: frozenset[str] = frozenset()) -> Dfa:
         nfa = Nfa.empty()
         body_start, body_end = nfa.new_state(), nfa.new_state()
         nfa.add(0, "", body_start)
@@ -200,12 +198,11 @@ class HomeGrammar:
             nfa.add_words(body_end, tokenize(suffix), nfa.final)
         rules = dict(self.intents.expansion_rules)
         for intent in self.intents.intents.values():
+            if intent.name in exclude:
+                continue
             for data in intent.data:
                 requires = dict(data.requires_context or {})
                 excludes = dict(data.excludes_context or {})
-                area_req = requires.get("area")
-                if isinstance(area_req, dict) and area_req.get("slot") and not self.site_area:
-                    continue  # "turn on the lights here" needs to know the hub's room
                 local_rules = {**rules, **(getattr(data, "expansion_rules", None) or {})}
                 compiler = TemplateCompiler(nfa, local_rules, functools.partial(
                     self._list_values, requires=requires, excludes=excludes, data=data))
@@ -218,8 +215,7 @@ class HomeGrammar:
     ) -> list[list[str]] | list[Any] | None:
         name = ref.list_name
         if name == "name":
-            return [tokenize(n.text) for n in self.names
-                    if _domain_ok(n.domain, requires, excludes)]
+            return [tokenize(n.text) for n in self.names if context_ok(n.context, requires, excludes)]
         if name == "area":
             return [tokenize(a) for a in self.areas]
         if name == "floor":
@@ -236,7 +232,7 @@ class HomeGrammar:
                     for n in range(slot_list.start, stop + 1, slot_list.step)]
         if isinstance(slot_list, TextSlotList):
             return [v.text_in for v in slot_list.values]
-        return None
+        return None  # a wildcard (a list item, a message, a timer's name): the second tier hears it
 
     # -- queries ------------------------------------------------------------------------
     def is_complete(self, words: list[str]) -> bool:

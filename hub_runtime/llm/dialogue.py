@@ -28,6 +28,7 @@ from ..engines.base import EngineError, LlmEngine, Message, Sampling
 from ..nlu import Intent
 from ..settings import Settings, state_dir
 from ..text import complete_sentences
+from .check import NOT_SURE, problem
 from .context import VOICE_RULES, Preferences, Scene, describe_home, persona, states_context, time_context
 from .tools import CallError, HomeTools, Mode
 
@@ -208,6 +209,8 @@ class LlmDialogue:
         out = ""
         pending = ""
         said: list[str] = []
+        told = " ".join(m.content for m in msgs)
+        refused = False
         try:
             stream = self._engine().stream(msgs, grammar=tools.grammar(mode, focus), sampling=sampling,
                                            budget=self.budget())
@@ -219,8 +222,14 @@ class LlmDialogue:
                     pending += piece
                     done, pending = complete_sentences(pending)
                     for sentence in done:
+                        if (why := problem(_clean(sentence), prompt=told, catalog=tools.catalog)) is not None:
+                            _LOGGER.info("LLM sentence not said (%s): %r", why, sentence)
+                            refused = True
+                            break
                         said.append(_clean(sentence))
                         yield Sentence(said[-1])
+                    if refused:
+                        break
             self._drop_oldest(self._engine().stats.dropped_turns)
         except EngineError as err:
             _LOGGER.warning("LLM: %s", err)
@@ -229,10 +238,19 @@ class LlmDialogue:
             return
         if not calling:
             cut = self._engine().stats.generated_tokens >= sampling.max_new_tokens
-            if pending.strip() and not (cut and out.strip() != pending.strip()):
-                said.append(_clean(pending))  # (a sentence cut by the token limit is not said)
-                yield Sentence(said[-1])
-            if not out.strip():
+            last = _clean(pending)
+            if not refused and last and not (cut and out.strip() != pending.strip()):
+                if (why := problem(last, prompt=told, catalog=tools.catalog)) is None:
+                    said.append(last)  # (a sentence cut by the token limit is not said)
+                    yield Sentence(said[-1])
+                else:
+                    _LOGGER.info("LLM sentence not said (%s): %r", why, last)
+                    refused = True
+            if refused and not said:
+                said = [NOT_SURE]
+                turn.mark = None
+                yield Sentence(NOT_SURE)
+            elif not out.strip():
                 said = [APOLOGY]
                 turn.mark = None
                 yield Sentence(APOLOGY)

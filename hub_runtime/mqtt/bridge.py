@@ -110,7 +110,7 @@ class MqttBridge:
             await self.broker.start()
             host = "127.0.0.1"
         self.outbox = Outbox(m.outbox or default_path(m.hub_id), m.outbox_max)
-        subs = [self.topics(c) for c in p.COMMANDS]
+        subs = [self.topics(c) for c in p.COMMANDS] + [p.BROADCAST_TOPIC]
         if m.hermes:
             subs += list(hermes.INBOUND)
         if self.settings.llm.frigate_topic:
@@ -165,7 +165,9 @@ class MqttBridge:
             self._speech_end_ms = event.t_ms
         elif isinstance(event, p.IntentRecognized):
             self._publish_intent(event)
-        elif isinstance(event, p.StateChanged):
+            if event.name == "HassBroadcast":
+                self._broadcast(event)
+        elif isinstance(event, p.StateChanged | p.TimerEvent):
             self._publish_status()
         elif isinstance(event, p.Response) and self._session is not None:
             self._publish(hermes.SESSION_ENDED, hermes.session_ended(site_id=self.site, session_id=self._session))
@@ -180,6 +182,13 @@ class MqttBridge:
 
     def _publish_status(self) -> None:
         self._publish(self.topics.state, self.loop.status(), qos=1, retain=True)
+
+    def _broadcast(self, event: p.IntentRecognized) -> None:
+        """A HassBroadcast heard here is said by every other hub."""
+        message = str(event.slots.get("message", "")).strip()
+        if message and event.error is None:
+            self._publish(p.BROADCAST_TOPIC, p.Broadcast(message=message, hub_id=self.mqtt.hub_id, site=self.site),
+                          qos=1)
 
     def _publish_intent(self, event: p.IntentRecognized, *, request_id: str | None = None) -> None:
         spoken = request_id is None
@@ -199,6 +208,15 @@ class MqttBridge:
 
     # -- in -----------------------------------------------------------------------------
     def _on_message(self, topic: str, payload: bytes) -> None:
+        if topic == p.BROADCAST_TOPIC:
+            try:
+                broadcast = p.Broadcast.from_json(payload)
+            except p.BadPayload as err:
+                self._reject(topic, str(err))
+                return
+            if broadcast.hub_id != self.mqtt.hub_id:
+                self.loop.say(broadcast.message)
+            return
         if topic == self.settings.llm.frigate_topic:
             try:
                 self.loop.camera_event(payload)
@@ -220,6 +238,9 @@ class MqttBridge:
         elif isinstance(command, p.IntentResult):  # at once: a turn may be waiting for it
             if not self.loop.take_result(command):
                 self._reject(topic, "it names entities the catalog does not know")
+        elif isinstance(command, p.CatalogStates):
+            if unknown := self.loop.update_states(command):
+                _LOGGER.info("states of entities not in the catalog ignored: %s", unknown[:5])
         elif isinstance(command, CatalogUpdate):
             self._next_catalog = command.catalog
             if self._catalog_task is None or self._catalog_task.done():
@@ -279,13 +300,15 @@ class MqttBridge:
                                        confidence=1.0, error=piece.intent.error, call=piece.call,
                                        t_ms=self.loop.clock.now_ms())
             self._publish_intent(event, request_id=c.id)
+            if event.name == "HassBroadcast":
+                self._broadcast(event)
 
-        reply = await self.loop.ask(c.text, delegate=True, on_intent=publish)
+        reply = await self.loop.ask(c.text, delegate=True, conversation=c.conversation_id, on_intent=publish)
         intent = reply.intent
         self._publish(self.topics.ask_response, p.AskResponse(
             id=c.id, conversation_id=c.conversation_id, site=self.site, text=c.text,
             intent=intent.to_data() if intent else None, source=reply.source, response=reply.response,
-            success=reply.success), qos=1)
+            success=reply.success, expects_reply=reply.expects_reply), qos=1)
         if c.speak and reply.response:
             self.loop.say(reply.response)
 

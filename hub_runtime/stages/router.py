@@ -4,16 +4,26 @@ The :class:`~..understanding.Understanding` decides (the home grammar, then the 
 carries out intents, here or by a controller whose result it awaits. Each intent is sent
 as an IntentFrame before it is carried out (it is published; a controller answers it);
 the reply goes out sentence by sentence as SpeakFrames, so the first is spoken before an
-LLM answer is complete, then the whole reply as a ResponseFrame. An interruption cancels
+LLM answer is complete, then the whole reply as a ResponseFrame. When the reply asks the
+user something, a session is opened upstream: the answer needs no wake word. An interruption cancels
 this stage's task, which stops generation. Text to say (SayFrame) is replied with as is.
 
 Consumes: TranscriptFrame, SayFrame, SpokenFrame (what was played, for the LLM's history).
-Emits: IntentFrame, SpeakFrame, ResponseFrame.
+Emits: IntentFrame, SpeakFrame, ResponseFrame; SessionFrame (upstream).
 """
 
 from __future__ import annotations
 
-from ..frames import Frame, IntentFrame, ResponseFrame, SayFrame, SpeakFrame, SpokenFrame, TranscriptFrame
+from ..frames import (
+    Frame,
+    IntentFrame,
+    ResponseFrame,
+    SayFrame,
+    SessionFrame,
+    SpeakFrame,
+    SpokenFrame,
+    TranscriptFrame,
+)
 from ..pipeline import Direction, Stage
 from ..understanding import Recognized, Understanding
 
@@ -33,7 +43,7 @@ class RouterStage(Stage):
                 await self._turn(frame)
             return
         if isinstance(frame, SayFrame):
-            await self.push(SpeakFrame(text=frame.text))
+            await self.push(SpeakFrame(text=frame.text, chime=frame.chime))
             return
         if isinstance(frame, SpokenFrame):
             self.understanding.heard(frame.text)
@@ -42,13 +52,17 @@ class RouterStage(Stage):
     async def _turn(self, frame: TranscriptFrame) -> None:
         said: list[str] = []
         source: str | None = None
-        async for piece in self.understanding.turn(frame.text):
+        expects = False
+        async for piece in self.understanding.turn(frame.text, overlapped=frame.overlapped):
             if isinstance(piece, Recognized):
                 await self.push(IntentFrame(intent=piece.intent, intent_id=piece.intent_id, source=piece.source,
                                             text=frame.text, confidence=frame.confidence, call=piece.call))
                 continue
             source = piece.source
+            expects |= piece.expects_reply
             if piece.text:
                 said.append(piece.text)
                 await self.push(SpeakFrame(text=piece.text))
-        await self.push(ResponseFrame(text=" ".join(said), source=source))
+        if expects:  # the answer needs no wake word
+            await self.push(SessionFrame(open=True, question=said[-1] if said else ""), Direction.UPSTREAM)
+        await self.push(ResponseFrame(text=" ".join(said), source=source, expects_reply=expects))

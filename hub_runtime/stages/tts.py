@@ -17,6 +17,7 @@ import itertools
 import numpy as np
 
 from ..audio.format import AudioChunk
+from ..audio.sounds import chime
 from ..engines.base import Synth
 from ..frames import Frame, SpeakFrame, TTSAudioFrame
 from ..pipeline import Direction, Stage
@@ -41,6 +42,8 @@ class TtsStage(Stage):
         last = TTSAudioFrame(audio=AudioChunk(np.zeros(0, np.int16)), utterance=utterance, text=frame.text,
                              last=True)
         try:
+            if frame.chime:
+                await self.push(TTSAudioFrame(audio=AudioChunk(chime()), utterance=utterance))
             sentences = iter(self.synth.sentences(frame.text))
             while True:
                 item = await asyncio.to_thread(next, sentences, None)

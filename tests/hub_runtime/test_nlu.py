@@ -44,8 +44,8 @@ def respond(agent: Agent, text: str) -> Reply:
         ("make the living room lamp blue", "HassLightSet", ["light.living_room_lamp"], {"color": "blue"}),
         ("set the temperature to 21 degrees", "HassClimateSetTemperature", ["climate.thermostat"],
          {"temperature": 21}),
-        ("open the garage door", "HassOpenCover", ["cover.garage_door"], {}),
-        ("close the bedroom blinds", "HassCloseCover", ["cover.bedroom_blinds"], {}),
+        ("open the garage door", "HassTurnOn", ["cover.garage_door"], {"name": "Garage Door"}),
+        ("close the bedroom blinds", "HassTurnOff", ["cover.bedroom_blinds"], {"name": "Bedroom Blinds"}),
         ("set the bedroom blinds to 30%", "HassSetPosition", ["cover.bedroom_blinds"], {"position": 30}),
         ("what is the outside temperature", "HassGetState", ["sensor.outside_temperature"], {}),
         ("what time is it", "HassGetCurrentTime", [], {}),
@@ -155,3 +155,18 @@ def test_ask_cli_prints_the_contract_json(tmp_path: Path) -> None:
     out = json.loads(proc.stdout)
     # not a home command: the local LLM answers in speech, and acts on nothing
     assert out["intent"] is None and out["source"] == "llm" and out["response"]
+
+
+def test_a_home_without_rooms_has_a_grammar_a_prompt_and_no_answers_when_nothing_was_asked() -> None:
+    import random
+
+    from hub_runtime.grammar import HomeGrammar
+    from hub_runtime.grammar.sample import sample_sentences
+    from hub_runtime.stages.asr import whisper_prompt
+
+    grammar = HomeGrammar(Catalog.from_dict({"entities": [{"entity_id": "switch.aquarium", "name": "Aquarium Pump"}]}))
+    sampled = sample_sentences(grammar, random.Random(1), 2)
+    assert any("aquarium pump" in t.lower() for texts in sampled.values() for t in texts)
+    assert "aquarium pump" in whisper_prompt(grammar).lower()
+    assert grammar.dfa.accepts(["no"]) and not grammar.commands_dfa.accepts(["no"])
+    assert grammar.commands_dfa.accepts("turn on the aquarium pump".split())
