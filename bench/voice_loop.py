@@ -33,6 +33,19 @@ BACKCHANNELS = [("okay", "en-us", 1.3), ("yeah", "piper", 1.0), ("mm", "piper", 
                 ("uh huh", "en-us", 1.3), ("right", "piper", 1.1)]
 
 
+# (stage, from event, to event) on the loop's clock; "true end" is where the words end
+BUDGET = [
+    ("VAD: true end -> speech_end (its own estimate)", "true end", "speech_end"),
+    ("turn: true end -> end of turn", "true end", "end_of_turn"),
+    ("ASR: end of turn -> final transcript", "end_of_turn", "transcript"),
+    ("NLU: transcript -> intent", "transcript", "intent"),
+    ("reply: intent -> response (act, render)", "intent", "response"),
+    ("TTS + output: response -> first hub audio", "response", "tts_start"),
+    ("total: true end -> intent", "true end", "intent"),
+    ("total: true end -> first hub audio", "true end", "tts_start"),
+]
+
+
 def pct(xs: list[float], q: float) -> str:
     return f"{np.percentile(xs, q):.0f}" if xs else "-"
 
@@ -43,6 +56,7 @@ async def main(n: int | None) -> None:
     truth = Agent.from_settings(settings)
 
     lat_intent, lat_audio, ok, total, cpu, audio_s = [], [], 0, 0, 0.0, 0.0
+    budget: dict[str, list[int]] = {name: [] for name, _a, _b in BUDGET}
     for case in cases(n):
         utt = speak(case.text, case.voice, speed=case.speed)
         if case.reverb:
@@ -65,6 +79,12 @@ async def main(n: int | None) -> None:
         first = [e for e in res.events if e["type"] == "tts_start"]
         if first:
             lat_audio.append(first[0]["t_ms"] - end)
+        times = {"true end": end}
+        for e in res.events:
+            times.setdefault(e["type"], e["t_ms"])
+        for name, a, b in BUDGET:
+            if a in times and b in times:
+                budget[name].append(times[b] - times[a])
 
     pause, cancelled = [], 0
     for text, voice, speed in INTERRUPTIONS:
@@ -95,6 +115,10 @@ async def main(n: int | None) -> None:
           f"({len(pause)}/{len(INTERRUPTIONS)} paused, {cancelled} cancelled for good)")
     print(f"backchannels: {resumed}/{len(BACKCHANNELS)} resumed, {bc_cancelled} cancelled")
     print(f"CPU: {cpu / audio_s:.3f} s per s of audio (whole loop, one stream, commands with 2 s of silence)")
+    print("latency budget per turn (ms; p50 / p95):")
+    for name, _a, _b in BUDGET:
+        xs = budget[name]
+        print(f"  {name:42s} {pct(xs, 50):>5} / {pct(xs, 95):>5}  ({len(xs)} turns)")
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ class AsrSettings:
     beam_size: int = 1  # Whisper beam
     second_tier: str = "whisper"  # whisper | none
     whisper_model: str | None = None  # CTranslate2 model dir; None = bundled tiny.en
-    confidence: float = 0.95  # grammar tier acts alone at or above this
+    confidence: float = 0.95  # with second_tier none: the grammar tier's words count at or above this
     max_utterance_s: float = 12.0
 
 
@@ -110,6 +110,7 @@ class TurnSettings:
     """End of turn and barge-in timings."""
 
     complete_silence_ms: int = 90  # silence that ends a turn whose words are a full command
+    short_silence_ms: int = 300  # ... a full command of one word ("stop" may go on: "stop the mower")
     incomplete_silence_ms: int = 650  # silence that ends any other turn
     barge_in_ms: int = 30  # user speech during hub speech before playback pauses
     backchannel_ms: int = 400  # speech shorter than this (and no command) resumes playback
@@ -248,6 +249,7 @@ SCHEMA: Final = vol.Schema(
         vol.Optional("turn", default=dict): vol.Schema(
             {
                 vol.Optional("complete_silence_ms"): _number(0, 5000, integer=True),
+                vol.Optional("short_silence_ms"): _number(0, 5000, integer=True),
                 vol.Optional("incomplete_silence_ms"): _number(0, 10000, integer=True),
                 vol.Optional("barge_in_ms"): _number(0, 2000, integer=True),
                 vol.Optional("backchannel_ms"): _number(0, 5000, integer=True),

@@ -22,6 +22,7 @@ _LOGGER = logging.getLogger(__name__)
 
 MODEL_DIR: Final = Path(get_model_path()) / "en-us"
 FILLERS: Final = {"<s>", "</s>", "<sil>", "[NOISE]", "<unk>"}
+ANSWERS_SEARCH: Final = "answers"  # the grammar with the answers to a question
 
 
 @dataclass(frozen=True)
@@ -45,19 +46,23 @@ class GrammarDecoder:
         self.grammar = grammar
         self._dir = tempfile.TemporaryDirectory(prefix="duplex-hub-asr-")
         fsg = Path(self._dir.name) / "home.fsg"
+        answers = Path(self._dir.name) / "answers.fsg"
         dic = Path(self._dir.name) / "home.dict"
-        grammar.dfa.write_fsg(fsg)
+        grammar.commands_dfa.write_fsg(fsg)
+        grammar.dfa.write_fsg(answers, name="answers")
         self.generated = build_dictionary(grammar.vocabulary, MODEL_DIR / "cmudict-en-us.dict",
                                           dic)
         self._decoder = Decoder(
             hmm=str(MODEL_DIR / "en-us"), dict=str(dic), fsg=str(fsg), loglevel="FATAL",
             bestpath=True,
         )
+        self._decoder.add_fsg(ANSWERS_SEARCH, self._decoder.read_fsg(str(answers)))
         self._open = False
         self._last_partial = ""
 
-    def start(self) -> None:
-        """Open an utterance."""
+    def start(self, *, answering: bool = False) -> None:
+        """Open an utterance; ``answering`` a question of the hub's: its answers are words too."""
+        self._decoder.activate_search(ANSWERS_SEARCH if answering else None)
         self._decoder.start_utt()
         self._open = True
         self._last_partial = ""

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import hassil
 
@@ -441,18 +441,29 @@ class Snap:
         return self.cost / max(1, content_words(self.words), content_words(self.heard))
 
 
+_T = TypeVar("_T")
+
+
+def edit_distance(a: Sequence[_T], b: Sequence[_T], substitution: Callable[[_T, _T], float]) -> float:
+    """Levenshtein distance with unit insertions and deletions and a weighted substitution."""
+    prev = [float(j) for j in range(len(b) + 1)]
+    for i in range(1, len(a) + 1):
+        cur = [float(i)] + [0.0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + substitution(a[i - 1], b[j - 1]))
+        prev = cur
+    return prev[len(b)]
+
+
+def _differ(x: str, y: str) -> float:
+    return float(x != y)
+
+
 def word_distance(a: str, b: str) -> float:
     """Substitution cost of one word for another: 0 same, up to 1 unrelated."""
     if a == b:
         return 0.0
-    la, lb = len(a), len(b)
-    prev = list(range(lb + 1))
-    for i in range(1, la + 1):
-        cur = [i] + [0] * lb
-        for j in range(1, lb + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-        prev = cur
-    return min(1.0, 0.15 + prev[lb] / max(la, lb))
+    return min(1.0, 0.15 + edit_distance(a, b, _differ) / max(len(a), len(b)))
 
 
 LEADING_INSERT_COST: Final = 0.5  # a heard word before the command starts
@@ -460,13 +471,7 @@ LEADING_INSERT_COST: Final = 0.5  # a heard word before the command starts
 
 def sentence_distance(a: Sequence[str], b: Sequence[str]) -> float:
     """Weighted word edit distance, with :func:`word_distance` for substitutions."""
-    prev = [float(j) for j in range(len(b) + 1)]
-    for i in range(1, len(a) + 1):
-        cur = [float(i)] + [0.0] * len(b)
-        for j in range(1, len(b) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + word_distance(a[i - 1], b[j - 1]))
-        prev = cur
-    return prev[len(b)]
+    return edit_distance(a, b, word_distance)
 
 
 def snap(dfa: Dfa, heard: Sequence[str], *, skip_cost: float = 1.0) -> Snap | None:

@@ -1,7 +1,8 @@
 """Turn stage: end of turn, barge-in decisions, and whether speech is addressed to the hub.
 
 End of turn is not silence alone: when the running hypothesis is already a complete
-command of the grammar the turn closes after ``complete_silence_ms`` of silence,
+command of the grammar the turn closes after ``complete_silence_ms`` of silence (a
+one-word command after ``short_silence_ms``: it may be the start of a longer one),
 otherwise after ``incomplete_silence_ms``.
 
 Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playback
@@ -42,6 +43,7 @@ from ..frames import (
 from ..pipeline import Direction, Stage
 from ..settings import TurnSettings
 from ..status import DialogueTracker
+from ..text import is_backchannel
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -89,6 +91,7 @@ class TurnStage(Stage):
         self._voiced_ms = 0
         self._silence_ms = 0
         self._complete = False
+        self._words = ""  # the running hypothesis
         self._barge = False  # playback paused, not yet decided
         self._pre_voiced_ms = 0  # speech heard while replying, before the VAD opened a turn
         self._pre_silence_ms = 0
@@ -100,6 +103,7 @@ class TurnStage(Stage):
             await self._speech_started(frame)
         elif isinstance(frame, PartialTranscriptFrame):
             self._complete = frame.complete
+            self._words = frame.text
         elif isinstance(frame, InputAudioFrame):
             if self._open:
                 await self._audio(frame)
@@ -151,8 +155,13 @@ class TurnStage(Stage):
         if self._barge and self._voiced_ms >= self.settings.backchannel_ms:
             self._barge = False
             await self.push(InterruptionFrame())
-        needed = (self.settings.complete_silence_ms if self._complete
-                  else self.settings.incomplete_silence_ms)
+        if not self._complete:
+            needed = self.settings.incomplete_silence_ms
+        elif len(self._words.split()) < 2 and not self._barge:  # "stop" may go on: "stop the mower"
+            # (over the hub, "stop" stops it at once: whatever follows, the hub must be quiet)
+            needed = self.settings.short_silence_ms
+        else:
+            needed = self.settings.complete_silence_ms
         if self._silence_ms >= needed:
             await self._end_turn()
 
@@ -160,7 +169,7 @@ class TurnStage(Stage):
         discard = not self.session.active(self.now_ms())
         if self._barge:
             self._barge = False
-            if self._complete:
+            if self._complete and not (is_backchannel(self._words) and not self.tracker.asking):
                 await self.push(InterruptionFrame())  # a short command: "stop", "never mind"
             else:
                 discard = True  # backchannel or noise

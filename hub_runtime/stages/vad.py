@@ -19,6 +19,7 @@ from ..frames import Frame, InputAudioFrame, SpeechStartedFrame, SpeechStoppedFr
 from ..pipeline import Direction, Stage
 
 ECHO_WINDOW_FRAMES: Final = 7  # reference frames an echo may lag behind (~210 ms)
+ECHO_TAIL_FRAMES: Final = 15  # after the speaker falls silent, its echo still dies away (~450 ms)
 ECHO_STATS_FRAMES: Final = 100  # echo-to-reference ratios kept (~3 s of playback)
 ECHO_MIN_STATS: Final = 10  # ratios needed before speech can count during playback
 ECHO_MARGIN: Final = 2.5  # the user must be this much louder than the expected echo
@@ -35,21 +36,27 @@ class EchoGate:
     While the speaker plays, the ratio of microphone level to recent playback level is
     learnt on frames that are not user speech (a high percentile, kept across replies:
     the room does not change). A frame is speech only if it is ``ECHO_MARGIN`` times
-    louder than that expected echo.
+    louder than that expected echo. When the speaker falls silent (between sentences, at
+    the end), the echo dies away for a while: against the recent playback, the gate holds.
     """
 
     def __init__(self) -> None:
         """No echo learnt yet."""
-        self._ref: deque[float] = deque(maxlen=ECHO_WINDOW_FRAMES)
+        self._ref: deque[float] = deque(maxlen=ECHO_TAIL_FRAMES)
         self._ratios: deque[float] = deque(maxlen=ECHO_STATS_FRAMES)
 
     def allows(self, mic: np.ndarray, reference: np.ndarray | None, speech: bool) -> bool:
         """Whether a frame the VAD called ``speech`` is really the user."""
         self._ref.append(_rms(reference) if reference is not None else 0.0)
-        ref_level = max(self._ref)
-        if ref_level < PLAYBACK_FLOOR_RMS:
+        recent = list(self._ref)[-ECHO_WINDOW_FRAMES:]
+        ref_level = max(recent)
+        tail_level = max(self._ref)
+        if tail_level < PLAYBACK_FLOOR_RMS:
             return speech
         level = _rms(mic)
+        if ref_level < PLAYBACK_FLOOR_RMS:  # the echo's tail: the gate holds, learning nothing
+            expected = float(np.percentile(self._ratios, 90)) if self._ratios else 1.0
+            return speech and level > ECHO_MARGIN * expected * tail_level
         ratio = level / ref_level
         if len(self._ratios) < ECHO_MIN_STATS:
             self._ratios.append(ratio)

@@ -91,10 +91,11 @@ def test_vad_ignores_a_blip_shorter_than_start_ms() -> None:
 
 # -- turn ------------------------------------------------------------------------------------
 class Replying:
-    """The one fact the turn stage reads from the dialogue tracker."""
+    """The facts the turn stage reads from the dialogue tracker."""
 
-    def __init__(self, replying: bool) -> None:
+    def __init__(self, replying: bool, asking: bool = False) -> None:
         self.replying = replying
+        self.asking = asking
 
 
 def _turn(replying: bool = False, wake_word: bool = False) -> TurnStage:
@@ -112,6 +113,16 @@ def test_turn_ends_soon_after_a_complete_command() -> None:
     out = run(_turn(), frames)
     ends = out.of(EndOfTurnFrame, up=True)
     assert len(ends) == 1 and not ends[0].discard and ends[0].silence_ms == 90
+
+
+def test_a_one_word_command_waits_a_little_longer_unless_it_is_said_over_the_hub() -> None:
+    """ "stop" may go on ("stop the mower"); over the hub it stops the hub at once."""
+    frames = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame("stop", True),
+              *_speech(300, 4, speech=False)]
+    assert not run(_turn(), frames).of(EndOfTurnFrame, up=True)
+    ends = run(_turn(), [*frames, *_speech(420, 8, speech=False)]).of(EndOfTurnFrame, up=True)
+    assert ends and ends[0].silence_ms == TurnSettings().short_silence_ms
+    assert run(_turn(replying=True), frames).of(EndOfTurnFrame, up=True)
 
 
 def test_turn_waits_longer_when_the_words_are_not_a_command_yet() -> None:
@@ -136,6 +147,17 @@ def test_a_backchannel_over_the_hub_resumes_and_is_discarded() -> None:
     out = run(_turn(replying=True), frames)
     assert out.of(BargeInFrame) and out.of(ResumeFrame) and not out.of(InterruptionFrame)
     assert out.of(EndOfTurnFrame, up=True)[0].discard
+
+
+@pytest.mark.parametrize(("words", "asking", "interrupts"), [
+    ("yeah", False, False), ("mm hmm", False, False), ("yes", True, True), ("stop", False, True)])
+def test_a_complete_backchannel_resumes_unless_the_hub_asked(words: str, asking: bool, interrupts: bool) -> None:
+    turn = TurnStage(TurnSettings(), Replying(True, asking), frame_ms=30,  # type: ignore[arg-type]
+                     session=Session(wake_word=False, timeout_ms=8000))
+    frames = [SpeechStartedFrame(onset_ms=0), *_speech(0, 6), PartialTranscriptFrame(words, True),
+              *_speech(180, 4, speech=False)]
+    out = run(turn, frames)
+    assert bool(out.of(InterruptionFrame)) is interrupts and bool(out.of(ResumeFrame)) is not interrupts
 
 
 def test_a_short_command_over_the_hub_interrupts() -> None:
@@ -423,3 +445,50 @@ def test_say_now_interrupts_a_slow_reply_under_load(caplog: pytest.LogCaptureFix
     assert [e["text"] for e in log.of_type("tts_end")] == ["Now."]
     assert log.of_type("tts_cancelled") and not log.of_type("error")
     assert "did not pass every stage" not in caplog.text
+
+
+class ScriptedWhisper:
+    """The second tier at its boundary: it 'hears' a given text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def transcribe(self, audio: np.ndarray, prompt: str) -> Any:
+        from hub_runtime.engines.base import WhisperResult
+
+        return WhisperResult(self.text, -0.1)
+
+
+@pytest.mark.parametrize(("grammar", "whisper", "decided"), [
+    # both tiers agree: the grammar's sentence
+    ("turn on the kitchen light", "Turn on the kitchen light.", ("grammar", "turn on the kitchen light")),
+    # Whisper heard a quick "un" as a word: polarity open, no command sentence at all
+    ("lock the front door", "And lock the front door.", ("open", "And lock the front door.")),
+    ("pause the tv", "And pause the TV.", ("open", "And pause the TV.")),
+    ("mute the tv", "Amute the TV.", ("open", "Amute the TV.")),
+    # a bare name turns a device on: it is never what is left after dropping a word that was said
+    ("", "Kill the kitchen light.", ("open", "Kill the kitchen light.")),
+    # contrast words differ: never the grammar's sentence
+    ("turn on the kitchen light", "Turn off the kitchen light.", ("snapped", "turn off the kitchen light")),
+    # snapping never drops a room or a device that was said
+    ("turn on the kitchen light", "Turn on the kitchen garage light.", ("open", "Turn on the kitchen garage light.")),
+    # a question is not snapped onto a command
+    ("turn on the kitchen light", "Is the kitchen light on?", ("snapped", "is the kitchen light on")),
+])
+def test_the_second_tier_decides_what_was_said(grammar: str, whisper: str, decided: tuple[str, str]) -> None:
+    from hub_runtime.engines.pocketsphinx import GrammarHypothesis
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import AsrStage
+
+    settings = Settings()
+    stage = AsrStage(Agent.from_settings(settings), AsrSettings(), frame_ms=30, whisper=ScriptedWhisper(whisper))
+    said: list[tuple[str, str]] = []
+
+    async def transcript(text: str, tier: str, confidence: float, open_text: str = "",
+                         grammar: Any = None, *, overlapped: bool = False) -> None:
+        said.append((tier, text))
+
+    stage._transcript = transcript  # type: ignore[method-assign]
+    asyncio.run(stage._finish(GrammarHypothesis(tuple(grammar.split()), 0.9), np.zeros(16000, np.int16), None,
+                            stage.prompt))
+    assert said == [decided]
