@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mqtt", action=argparse.BooleanOptionalAction, default=None,
                      help="bridge to MQTT (default: on live, off for a file; a file run "
                           "with --mqtt goes at real speed)")
+    run.add_argument("--http", action=argparse.BooleanOptionalAction, default=None,
+                     help="serve /healthz, /metrics and the dashboard (default: http.enabled live, off "
+                          "for a file; a file run with --http goes at real speed)")
     run.add_argument("--linger", type=float, default=0.0, metavar="S",
                      help="keep running S seconds after the input file ends")
     run.set_defaults(func=_cmd_run)

@@ -92,8 +92,10 @@ class EventObserver:
 class EventLog:
     """Collects events (typed and as their JSON objects), writes JSON lines, calls listeners."""
 
-    def __init__(self, stream: TextIO | None = None, listener: EventSink | None = None) -> None:
-        """Write to ``stream`` (if any) and call ``listener`` per event."""
+    def __init__(self, stream: TextIO | None = None, listener: EventSink | None = None, *,
+                 keep: bool = True) -> None:
+        """Write to ``stream`` (if any) and call ``listener`` per event; ``keep`` them (not live: months)."""
+        self.keep = keep
         self.items: list[p.Event] = []
         self.events: list[dict[str, Any]] = []  # the same, as the JSON objects of the contract
         self._stream = stream
@@ -102,8 +104,9 @@ class EventLog:
     def __call__(self, event: p.Event) -> None:
         """Record one event."""
         data = event.to_dict()
-        self.items.append(event)
-        self.events.append(data)
+        if self.keep:
+            self.items.append(event)
+            self.events.append(data)
         if self._stream is not None:
             self._stream.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
             self._stream.flush()

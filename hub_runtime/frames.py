@@ -120,7 +120,8 @@ class TranscriptFrame(DataFrame):
     """The final words of a user turn.
 
     ``tier`` is "grammar" (pocketsphinx over the home grammar), "snapped" (Whisper
-    snapped onto the grammar) or "open" (Whisper's free transcript, outside the grammar).
+    snapped onto the grammar), "open" (Whisper's free transcript, outside the grammar) or
+    "typed" (text from the dashboard, handled as if spoken).
     """
 
     text: str

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from .frames import (
     SayFrame,
     SessionFrame,
     TimerFrame,
+    TranscriptFrame,
 )
 from .home import Outcome
 from .nlu import Intent
@@ -51,6 +52,9 @@ from .stages.wake import WakeWordStage
 from .status import IDLE, LISTENING, DialogueTracker
 from .timers import Timer, TimerChange, Timers, announcement
 from .understanding import Recognized, Reply, Understanding
+
+if TYPE_CHECKING:
+    from .http import HttpServer
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -95,6 +99,8 @@ class DialogueLoop:
                                  observers=[EventObserver(clock, events).on_frame, self.tracker.on_frame,
                                             self._watch_announcement])
         self.chunk = a.chunk_size
+        self.on_tick: list[Callable[[], None]] = []  # called each tick (the health monitor)
+        self.server: HttpServer | None = None  # the web server, when one serves this loop
         self._muted = False
         self._volume = settings.tts.volume
 
@@ -113,6 +119,8 @@ class DialogueLoop:
         With a simulated ``room`` the speaker comes back into the microphone. Returns
         (what the speaker played, what the microphone heard).
         """
+        for listener in self.on_tick:
+            listener()
         self.timers.tick()
         if self.timers.finished and self._announcing is None and self.tracker.state == IDLE \
                 and not self.pipeline.pending:
@@ -170,6 +178,15 @@ class DialogueLoop:
         if self.tracker.replying:
             await self.interrupt()
         self.say(text)
+
+    async def hear(self, text: str) -> None:
+        """Text typed as if spoken (the dashboard): the same turn as speech, and the reply is spoken.
+
+        It stops what is being said first, as talking over the hub would.
+        """
+        if self.tracker.replying:
+            await self.interrupt()
+        self.pipeline.push(TranscriptFrame(text=text, tier="typed", confidence=1.0))
 
     async def interrupt(self) -> None:
         """Stop the reply for good, as a barge-in does; wait (bounded) until every stage has."""

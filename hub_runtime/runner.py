@@ -7,29 +7,38 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 
 from .agent import Agent
+from .audio.devices import DeviceError
 from .audio.format import AudioFormatError, Int16Array, read_wav, write_wav
 from .audio.synthetic import EchoRoom, parse_echo
 from .driver import drive
 from .engines import Engines
 from .errors import CliError
 from .events import EventLog
+from .health import Health
+from .http import HttpServer
 from .loop import DialogueLoop
+from .metrics import Metrics
 from .pipeline import Clock
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .mqtt.bridge import MqttBridge
 
 _LOGGER = logging.getLogger(__name__)
 
 TAIL_MAX_S: Final = 30.0  # after the input ends, wait at most this for the hub to finish
 TAIL_QUIET_S: Final = 0.3  # and add this much silence at the end
 READY_TIMEOUT_S: Final = 5.0  # the MQTT link's subscriptions, before speech comes in
+REOPEN_FIRST_S: Final = 1.0  # a lost audio device: first retry after this, doubling
+REOPEN_MAX_S: Final = 30.0  # ... up to this
 
 
 @dataclass
@@ -44,26 +53,38 @@ class RunResult:
 
 @contextlib.asynccontextmanager
 async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqtt: bool,
-                       engines: Engines | None = None, agent: Agent | None = None) -> AsyncIterator[DialogueLoop]:
-    """A started loop (bridged to MQTT with ``mqtt``); stopped, and engines loaded here closed, on exit."""
+                       engines: Engines | None = None, agent: Agent | None = None,
+                       http: bool = False) -> AsyncIterator[DialogueLoop]:
+    """A started loop (bridged to MQTT with ``mqtt``, served over HTTP with ``http``).
+
+    On exit it is stopped, and engines loaded here are closed. With ``http`` the loop's
+    :attr:`~DialogueLoop.server` is the running :class:`~.http.HttpServer`.
+    """
     owned = engines is None
     shared = engines or await Engines.load(settings)
     home = agent if agent is not None else await asyncio.to_thread(Agent.from_settings, settings)
     loop = DialogueLoop(settings, shared, home, clock=Clock(realtime=realtime), events=log)
     bridge = None
+    ops: Operations | None = None
     try:
         await loop.start()
+        if http:
+            ops = await Operations.start(settings, loop, log)
         if mqtt:
             from .mqtt.bridge import start_bridge
 
             bridge = await start_bridge(settings, loop)
             if bridge is not None:
                 log.listeners.append(bridge.on_event)
+                if ops is not None:
+                    ops.watch_mqtt(bridge)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(READY_TIMEOUT_S):  # listen before speech comes in
                         await bridge.ready()
         yield loop
     finally:
+        if ops is not None:
+            await ops.stop()
         if bridge is not None:
             await bridge.stop()
         await loop.stop()
@@ -71,18 +92,52 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
             await shared.close()
 
 
+@dataclass
+class Operations:
+    """What the owner of a running hub sees: metrics, health (and systemd's watchdog), the web server."""
+
+    metrics: Metrics
+    health: Health
+    server: HttpServer
+
+    @classmethod
+    async def start(cls, settings: Settings, loop: DialogueLoop, log: EventLog) -> Operations:
+        """Measure the loop from its events and ticks, watch its health, serve both."""
+        metrics = Metrics()
+        health = Health(stall_ms=settings.http.stall_ms, metrics=metrics, watchdog=settings.http.watchdog)
+        log.listeners += [metrics.on_event, health.on_event]
+        loop.on_tick.append(health.ticked)
+        server = HttpServer(settings.http, loop, metrics, health)
+        await server.start()  # a taken port fails the start, loudly
+        loop.server = server
+        health.start()
+        return cls(metrics, health, server)
+
+    def watch_mqtt(self, bridge: MqttBridge) -> None:
+        """Report the MQTT link's state as a metric."""
+        self.metrics.mqtt_connected.set_function(
+            lambda: 1.0 if bridge.link is not None and bridge.link.connected.is_set() else 0.0)
+
+    async def stop(self) -> None:
+        """Stop the monitor, then the server."""
+        await self.health.stop()
+        await self.server.stop()
+
+
 async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | None = None,
                    agent: Agent | None = None, realtime: bool = False, echo: tuple[int, float] | None = None,
                    events: EventLog | None = None, say_at: list[tuple[int, str]] | None = None,
-                   mqtt: bool = False, linger_s: float = 0.0) -> RunResult:
+                   mqtt: bool = False, linger_s: float = 0.0, http: bool = False) -> RunResult:
     """Feed ``mic`` through one loop; the speaker output is on the same timeline.
 
     ``say_at`` schedules hub utterances (input ms, text), as the MQTT ``say`` topic would.
-    With ``mqtt`` the loop is bridged to the broker; ``linger_s`` keeps it running (on
-    silence) that long after the input, e.g. for a result from Home Assistant.
+    With ``mqtt`` the loop is bridged to the broker, with ``http`` served (``http.py``);
+    ``linger_s`` keeps it running (on silence) that long after the input, e.g. for a
+    result from Home Assistant.
     """
     log = events or EventLog()
-    async with running_loop(settings, log, realtime=realtime, mqtt=mqtt, engines=engines, agent=agent) as loop:
+    async with running_loop(settings, log, realtime=realtime, mqtt=mqtt, engines=engines, agent=agent,
+                            http=http) as loop:
         n, frame_ms = settings.audio.chunk_size, settings.frame_ms
         total = math.ceil(len(mic) / n)
         tail_max = int((TAIL_MAX_S + linger_s) * 1000 / frame_ms)
@@ -110,19 +165,81 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
                      cpu_s=recording.cpu_s)
 
 
-async def run_live(settings: Settings, events: EventLog, *, mqtt: bool = True) -> None:
-    """Run on the configured sound devices until interrupted."""
-    from .audio.devices import LiveDuplex
+class Device(Protocol):
+    """A duplex audio device: microphone frames in, speaker frames out."""
 
-    device = LiveDuplex(settings)  # fails first (DeviceError) when there is no device
-    try:
-        async with running_loop(settings, events, realtime=True, mqtt=mqtt) as loop:
-            loop.clock.start()
-            async for frame in device.frames():
-                out, _heard = loop.tick(frame, loop.clock.now_ms())
-                device.play(out)
-    finally:
-        device.close()
+    def frames(self) -> AsyncIterator[Int16Array]:
+        """Microphone frames as they arrive."""
+        ...
+
+    def play(self, frame: Int16Array) -> None:
+        """The next speaker frame."""
+
+    def close(self) -> None:
+        """Release the device."""
+
+
+async def live_frames(open_device: Callable[[], Device], *, stall_s: float,
+                      on_device: Callable[[Device], None]) -> AsyncGenerator[Int16Array]:
+    """Frames from the device; one that stops (unplugged, a dead stream) is reopened with back-off.
+
+    The first open's DeviceError propagates (no device at all is a set-up error); later
+    ones are retried, 1 s, 2 s, 4 s ... up to ``REOPEN_MAX_S``, with one log line each way.
+    """
+    device: Device | None = open_device()
+    delay = REOPEN_FIRST_S
+    while True:
+        if device is None:
+            await asyncio.sleep(delay)
+            try:
+                device = open_device()
+            except DeviceError as err:
+                delay = min(REOPEN_MAX_S, delay * 2)
+                _LOGGER.debug("the audio device is still away: %s", err)
+                continue
+            _LOGGER.warning("the audio device is back")
+            delay = REOPEN_FIRST_S
+        on_device(device)
+        frames = device.frames()
+        try:
+            while True:
+                async with asyncio.timeout(stall_s):
+                    frame = await anext(frames)
+                yield frame
+        except (TimeoutError, StopAsyncIteration, DeviceError) as err:
+            _LOGGER.warning("the audio device stopped (%s); reopening it", type(err).__name__)
+        finally:
+            if isinstance(frames, AsyncGenerator):
+                await frames.aclose()
+            device.close()
+        device = None
+
+
+async def run_live(settings: Settings, events: EventLog, *, mqtt: bool = True, http: bool | None = None,
+                   open_device: Callable[[], Device] | None = None, stop: asyncio.Event | None = None) -> None:
+    """Run on the configured sound devices until interrupted (or ``stop`` is set)."""
+    if open_device is None:
+        from .audio.devices import LiveDuplex
+
+        def open_device() -> Device:
+            return LiveDuplex(settings)
+
+    current: list[Device] = []  # the device open now
+
+    def opened(device: Device) -> None:
+        current[:] = [device]
+
+    frames = live_frames(open_device, stall_s=max(1.0, settings.http.stall_ms / 1000), on_device=opened)
+    first = await anext(frames)  # a missing device fails here, before anything is loaded
+    async with running_loop(settings, events, realtime=True, mqtt=mqtt,
+                            http=settings.http.enabled if http is None else http) as loop:
+        loop.clock.start()
+        frame: Int16Array | None = first
+        while frame is not None and not (stop is not None and stop.is_set()):
+            out, _heard = loop.tick(frame, loop.clock.now_ms())
+            current[0].play(out)
+            frame = await anext(frames, None)
+    await frames.aclose()
 
 
 def run_command(settings: Settings, args: argparse.Namespace) -> int:
@@ -137,10 +254,9 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
     try:
         log = EventLog(stream)
         if args.input is None:
-            from .audio.devices import DeviceError
-
             try:
-                asyncio.run(run_live(settings, log, mqtt=args.mqtt is not False))
+                asyncio.run(run_live(settings, EventLog(stream, keep=False), mqtt=args.mqtt is not False,
+                                     http=args.http))
             except (DeviceError, BrokerError) as err:
                 raise CliError(str(err)) from None
             return 0
@@ -150,8 +266,9 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
             raise CliError(str(err)) from None
         mqtt = bool(args.mqtt) and settings.mqtt.enabled
         try:
-            result = asyncio.run(run_file(settings, mic, realtime=args.realtime or mqtt, echo=echo,
-                                          events=log, mqtt=mqtt, linger_s=args.linger))
+            result = asyncio.run(run_file(settings, mic, realtime=args.realtime or mqtt or bool(args.http),
+                                          echo=echo, events=log, mqtt=mqtt, linger_s=args.linger,
+                                          http=bool(args.http)))
         except BrokerError as err:
             raise CliError(str(err)) from None
         if args.output:

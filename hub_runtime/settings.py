@@ -7,6 +7,7 @@ what is wrong and what is allowed, e.g.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -199,6 +200,18 @@ class MqttSettings:
 
 
 @dataclass(frozen=True)
+class HttpSettings:
+    """The hub's own web server: /healthz, /metrics and the dashboard (``http.py``)."""
+
+    enabled: bool = True  # on for a live run; a file run serves only with --http
+    host: str = "127.0.0.1"  # anything but a loopback address needs a token
+    port: int = 8321
+    token: str | None = None  # bearer token (header, or ?token= for the dashboard page)
+    stall_ms: int = 1000  # the loop counts as stalled when a tick or the event loop is this late
+    watchdog: bool = True  # systemd READY/WATCHDOG pings while healthy (when NOTIFY_SOCKET is set)
+
+
+@dataclass(frozen=True)
 class Settings:
     """The whole validated configuration."""
 
@@ -211,6 +224,7 @@ class Settings:
     wake_word: WakeWordSettings = WakeWordSettings()
     mqtt: MqttSettings = MqttSettings()
     llm: LlmSettings = LlmSettings()
+    http: HttpSettings = HttpSettings()
     catalog: str | None = None  # path; None = the bundled example home
     language: str = "en"
     site_id: str = "default"
@@ -327,6 +341,17 @@ SCHEMA: Final = vol.Schema(
                 vol.Optional("max_payload_bytes"): _number(1024, 16 * 1024 * 1024, integer=True),
             }
         ),
+        vol.Optional("http", default=dict): vol.Schema(
+            {
+                vol.Optional("enabled"): _bool,
+                vol.Optional("host"): vol.All(str, vol.Length(min=1, msg="is empty")),
+                vol.Optional("port"): _number(0, 65535, integer=True),
+                vol.Optional("token"): vol.Any(None, vol.All(str, vol.Length(min=16, msg="is shorter than 16 "
+                                                                              "characters"))),
+                vol.Optional("stall_ms"): _number(100, 60000, integer=True),
+                vol.Optional("watchdog"): _bool,
+            }
+        ),
         vol.Optional("catalog"): _optional_path,
         vol.Optional("language"): _one_of("en"),
         vol.Optional("site_id"): vol.All(str, vol.Match(r"^[A-Za-z0-9_-]+$", msg="is not a plain id")),
@@ -344,6 +369,7 @@ _SECTIONS: Final = {
     "wake_word": WakeWordSettings,
     "mqtt": MqttSettings,
     "llm": LlmSettings,
+    "http": HttpSettings,
 }
 
 _T = TypeVar("_T")
@@ -409,9 +435,19 @@ def parse(data: Any, *, base_dir: Path | None = None) -> Settings:
         raise SettingsError("llm.persona: custom needs llm.custom_prompt")
     if settings.mqtt.tls and settings.mqtt.host is None:
         raise SettingsError("mqtt.tls: true needs mqtt.host (the embedded broker listens without TLS)")
+    if settings.http.enabled and settings.http.token is None and not _loopback(settings.http.host):
+        raise SettingsError(f"http.token: needed when http.host ({settings.http.host}) is not a loopback "
+                            "address (or set http.host: 127.0.0.1)")
     if base_dir is not None:
         settings = _resolve_paths(settings, base_dir)
     return settings
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _resolve_paths(settings: Settings, base_dir: Path) -> Settings:

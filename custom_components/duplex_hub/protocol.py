@@ -652,7 +652,7 @@ class Partial(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Transcript(Event):
-    """The final words of a turn; ``tier`` is grammar, snapped or open."""
+    """The final words of a turn; ``tier`` is grammar, snapped, open or typed (the dashboard)."""
 
     type: ClassVar[str] = "transcript"
     text: str

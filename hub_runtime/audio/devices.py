@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -14,9 +15,26 @@ from .format import RATE, Int16Array
 
 _LOGGER = logging.getLogger(__name__)
 
+REALTIME_PRIORITY: Final = 20  # SCHED_FIFO priority of the audio callback thread (1..99)
+
 
 class DeviceError(RuntimeError):
     """No usable microphone or speaker."""
+
+
+def realtime_priority(priority: int = REALTIME_PRIORITY) -> bool:
+    """Put the calling thread (the device's callback thread) at SCHED_FIFO; one log line either way.
+
+    Permitted for root, with CAP_SYS_NICE, or with an ``rtprio`` limit (systemd
+    ``LimitRTPRIO=``, see ``config/duplex-hub.service``).
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (AttributeError, OSError) as err:
+        _LOGGER.warning("audio thread stays at normal priority (SCHED_FIFO not permitted: %s)", err)
+        return False
+    _LOGGER.info("audio thread at SCHED_FIFO priority %d", priority)
+    return True
 
 
 class LiveDuplex:
@@ -33,6 +51,7 @@ class LiveDuplex:
         self._queue: asyncio.Queue[Int16Array] = asyncio.Queue(maxsize=100)
         self._out = np.zeros(self.chunk, np.int16)
         self._loop = asyncio.get_running_loop()
+        self._realtime_tried = False
         dev: Any = (settings.audio.input_device, settings.audio.output_device)
         try:
             self._stream = sd.RawStream(
@@ -44,6 +63,9 @@ class LiveDuplex:
             raise DeviceError(f"no usable audio device ({err})") from None
 
     def _callback(self, indata: Any, outdata: Any, frames: int, _time: Any, _status: Any) -> None:
+        if not self._realtime_tried:
+            self._realtime_tried = True
+            realtime_priority()
         mic = np.frombuffer(bytes(indata), dtype=np.int16).copy()
         outdata[:] = self._out.tobytes()
         self._loop.call_soon_threadsafe(self._put, mic)

@@ -69,7 +69,8 @@ def make_synth(settings: Settings) -> Synth:
     if settings.tts.engine == "piper":
         from .piper import PiperSynth
 
-        return PiperSynth(settings.tts.voice, length_scale=settings.tts.length_scale)
+        return PiperSynth(settings.tts.voice, length_scale=settings.tts.length_scale,
+                          threads=settings.hardware.num_threads)
     from .espeak import EspeakSynth
 
     return EspeakSynth()

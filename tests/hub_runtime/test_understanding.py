@@ -185,6 +185,19 @@ def test_an_llm_proposal_against_the_words_is_refused() -> None:
     assert got.response == CANNOT and state(u, "media_player.tv") == "off"
 
 
+@pytest.mark.parametrize(("text", "call", "asked"), [
+    ("make it warmer", '{"intent": "HassTurnOn", "name": "Bedroom Light"}', False),
+    ("it's way too dark in the kitchen", '{"intent": "HassTurnOff", "name": "Kitchen Light"}', False),
+    ("it's way too dark in here", '{"intent": "HassTurnOn", "name": "Kitchen Light"}', True),
+    ("I can't see a thing in the bedroom", '{"intent": "HassTurnOn", "name": "Bedroom Light"}', True),
+])
+def test_an_llm_proposal_must_point_at_what_was_said(text: str, call: str, asked: bool) -> None:
+    """A device the words do not name, nor its room or kind, is never offered (SmolLM2 picks one anyway)."""
+    u = understanding(call)
+    got = ask(u, text)
+    assert got.expects_reply is asked and (asked or got.response == CANNOT), got.response
+
+
 def test_which_room_is_asked_when_here_is_unknown() -> None:
     u = understanding()
     for name in ("light.kitchen", "light.bedroom", "light.living_room_lamp"):

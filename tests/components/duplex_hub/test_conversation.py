@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from homeassistant.components import conversation
+from homeassistant.components.conversation.agent_manager import async_get_agent
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent
@@ -44,6 +45,8 @@ async def test_agent_turns_on_an_exposed_light_only(hass: HomeAssistant, home: d
     assert hass.states.get(home["kitchen"]).state == "on"
     assert result.response.speech["plain"]["speech"]  # the hub's own reply
     assert client.counts["asks"] == 1
+    agent = async_get_agent(hass, AGENT)
+    assert agent is not None and agent.supported_languages == ["en"]  # the hub answers in English only
 
     # the porch light is not exposed: it is not switched, whatever the hub made of the words
     await _converse(hass, "turn on the porch light")

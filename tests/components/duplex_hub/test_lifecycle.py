@@ -11,6 +11,7 @@ import pytest
 from homeassistant.components import mqtt
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
@@ -118,3 +119,48 @@ async def test_a_state_change_sends_only_that_state(hass: HomeAssistant, home: d
     message = p.CatalogStates.from_dict(states.json()[-1])
     assert [(e.entity_id, e.state) for e in message.entities] == [(home["kitchen"], "on")]
     assert len(catalogs.messages) == n  # the whole catalog is not sent again
+
+
+async def test_no_mqtt_client_at_setup_is_retried(hass: HomeAssistant, home: dict[str, str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_client(hass: HomeAssistant) -> bool:
+        return False
+
+    monkeypatch.setattr(mqtt, "async_wait_for_mqtt_client", no_client)
+    entry = hub_entry(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.SETUP_RETRY
+
+
+async def test_a_platform_that_fails_stops_the_client(hass: HomeAssistant, home: dict[str, str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped: list[bool] = []
+    real_stop = hub_module.HubClient.async_stop
+
+    async def stop(self: hub_module.HubClient) -> None:
+        stopped.append(True)
+        await real_stop(self)
+
+    async def broken(entry: Any, platforms: Any) -> None:
+        raise RuntimeError("a platform failed")
+
+    monkeypatch.setattr(hub_module.HubClient, "async_stop", stop)
+    monkeypatch.setattr(hass.config_entries, "async_forward_entry_setups", broken)
+    entry = hub_entry(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.SETUP_ERROR and stopped == [True]
+
+
+async def test_removal_with_mqtt_failing_only_warns(hass: HomeAssistant, home: dict[str, str],
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    entry = hub_entry(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+
+    async def failing(*args: Any, **kwargs: Any) -> None:
+        raise HomeAssistantError("MQTT is not connected")
+
+    monkeypatch.setattr(mqtt, "async_publish", failing)
+    assert (await hass.config_entries.async_remove(entry.entry_id))["require_restart"] is False
+    assert "could not clear the retained messages" in caplog.text

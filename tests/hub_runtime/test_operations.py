@@ -1,0 +1,321 @@
+"""Operations: metrics from events, health and systemd's watchdog, the web server, a lost audio device."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import aiohttp
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from hub_runtime import protocol as p
+from hub_runtime.agent import Agent
+from hub_runtime.audio.devices import DeviceError
+from hub_runtime.audio.format import Int16Array
+from hub_runtime.engines import Engines
+from hub_runtime.events import EventLog
+from hub_runtime.health import Health, sd_notify
+from hub_runtime.metrics import Metrics
+from hub_runtime.runner import live_frames, run_live, running_loop
+from hub_runtime.settings import HttpSettings, Settings, SettingsError, parse
+
+from .http_helpers import CHUNK, served, wait_for
+
+
+def sample(metrics: Metrics, name: str, **labels: str) -> float:
+    for family in text_string_to_metric_families(_text(metrics)):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return float(s.value)
+    raise KeyError(name)
+
+
+def _text(metrics: Metrics) -> str:
+    from prometheus_client import generate_latest
+
+    return generate_latest(metrics.registry).decode()
+
+
+# -- metrics -----------------------------------------------------------------------------------------
+def test_metrics_measure_each_stage_of_a_turn_from_the_end_of_speech() -> None:
+    m = Metrics()
+    for event in (p.SpeechStart(t_ms=1000, onset_ms=1000), p.SpeechEnd(t_ms=2000, offset_ms=1990),
+                  p.EndOfTurn(t_ms=2090), p.Transcript(t_ms=2150, text="turn on the kitchen light"),
+                  p.IntentRecognized(t_ms=2160, id="i", name="HassTurnOn"),
+                  p.Response(t_ms=2170, text="Turned on the light", source="grammar"),
+                  p.TtsStart(t_ms=2300, utterance=1), p.StateChanged(t_ms=2300, state="speaking")):
+        m.on_event(event)
+    assert m.snapshot() == [{"t_ms": 2000, "typed": False, "text": "turn on the kitchen light", "intent": "HassTurnOn",
+                             "response": "Turned on the light",
+                             "latency_ms": {"end_of_turn": 90, "transcript": 150, "intent": 160, "response": 170,
+                                            "first_audio": 300}}]
+    assert sample(m, "duplex_hub_turn_latency_seconds_count", stage="first_audio") == 1
+    assert sample(m, "duplex_hub_turn_latency_seconds_sum", stage="first_audio") == pytest.approx(0.3)
+    assert sample(m, "duplex_hub_turns_total", source="grammar") == 1
+    assert sample(m, "duplex_hub_dialogue_state", duplex_hub_dialogue_state="speaking") == 1
+
+
+def test_metrics_count_barge_ins_by_outcome_and_skip_discarded_turns() -> None:
+    m = Metrics()
+    for event in (p.BargeIn(onset_ms=0), p.TtsResumed(), p.BargeIn(onset_ms=0), p.TtsCancelled(),
+                  p.TtsCancelled(), p.SpeechEnd(t_ms=10, offset_ms=10), p.EndOfTurn(t_ms=20, discard=True),
+                  p.Transcript(t_ms=30, text="x"), p.ErrorEvent(message="boom")):
+        m.on_event(event)
+    assert sample(m, "duplex_hub_barge_ins_total", outcome="resumed") == 1
+    assert sample(m, "duplex_hub_barge_ins_total", outcome="cancelled") == 1  # a cancel without a pause: not one
+    assert sample(m, "duplex_hub_errors_total") == 1
+    assert m.snapshot() == []
+    for event in (p.Transcript(t_ms=100, text="hello", tier="typed"), p.Response(t_ms=120, text="Hi", source="grammar"),
+                  p.TtsStart(t_ms=400, utterance=1)):
+        m.on_event(event)
+    assert m.snapshot()[0]["typed"] and m.snapshot()[0]["latency_ms"] == {"transcript": 0, "response": 20,
+                                                                        "first_audio": 300}
+    assert sample(m, "duplex_hub_turn_latency_seconds_count", stage="first_audio") == 0  # speech only
+
+
+# -- health and the watchdog --------------------------------------------------------------------------
+class FakeTime:
+    def __init__(self) -> None:
+        self.s = 100.0
+
+    def __call__(self) -> float:
+        return self.s
+
+
+@contextlib.contextmanager
+def notify_socket(monkeypatch: pytest.MonkeyPatch) -> Any:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "notify")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        sock.setblocking(False)
+        monkeypatch.setenv("NOTIFY_SOCKET", path)
+
+        def received() -> list[str]:
+            got = []
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    got.append(sock.recv(100).decode())
+            return got
+
+        try:
+            yield received
+        finally:
+            sock.close()
+
+
+def test_the_watchdog_is_fed_only_while_the_loop_ticks_on_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = FakeTime()
+    metrics = Metrics()
+    health = Health(stall_ms=1000, metrics=metrics, now=now)
+    with notify_socket(monkeypatch) as received:
+        assert not health.beat(0.0).ok  # never ticked
+        health.ticked()
+        assert health.beat(0.01).ok
+        assert received() == ["WATCHDOG=1"]
+        now.s += 2.0  # the audio stopped
+        report = health.beat(0.0)
+        assert not report.ok and report.problems == ("no audio frame for 2000 ms",)
+        health.ticked()
+        assert not health.beat(1.5).ok  # the event loop stalled 1.5 s
+        assert received() == []
+        assert health.beat(0.0).ok and received() == ["WATCHDOG=1"]
+        health.on_event(p.ErrorEvent(message="piper failed"))
+        assert health.beat(0.0).problems == ("a stage failed: piper failed",)
+        now.s += 31
+        health.ticked()
+        assert health.beat(0.0).ok
+    assert sample(metrics, "duplex_hub_healthy") == 1
+    assert sample(metrics, "duplex_hub_late_ticks_total") == 2
+    assert sample(metrics, "duplex_hub_ticks_total") == 3
+
+
+def test_sd_notify_ready_and_stopping_around_the_monitor(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def go() -> None:
+        health = Health(stall_ms=1000)
+        health.start()
+        await asyncio.sleep(0)
+        await health.stop()
+
+    with notify_socket(monkeypatch) as received:
+        asyncio.run(go())
+        assert received() == ["READY=1", "STOPPING=1"]
+    monkeypatch.delenv("NOTIFY_SOCKET")
+    assert sd_notify("READY=1") is False  # not under systemd: nothing to do
+
+
+# -- settings -----------------------------------------------------------------------------------------
+def test_serving_beyond_loopback_needs_a_token() -> None:
+    with pytest.raises(SettingsError, match=r"^http\.token: needed when http\.host \(0\.0\.0\.0\)"):
+        parse({"http": {"host": "0.0.0.0"}})
+    with pytest.raises(SettingsError, match=r"^http\.token: 'short' is shorter than 16 characters|http\.token"):
+        parse({"http": {"host": "0.0.0.0", "token": "short"}})
+    assert parse({"http": {"host": "0.0.0.0", "token": "x" * 16}}).http.token == "x" * 16
+    assert parse({"http": {"host": "::1"}}).http.host == "::1"
+    assert parse({"http": {"host": "0.0.0.0", "enabled": False}}).http.enabled is False
+
+
+# -- the web server, on a running loop ------------------------------------------------------------------
+def test_healthz_metrics_and_a_typed_command(engines: Engines, settings: Settings) -> None:
+    async def go() -> None:
+        async with served(engines, settings) as (_loop, url), aiohttp.ClientSession() as http:
+            async def healthy() -> bool:
+                async with http.get(f"{url}/healthz") as r:
+                    return r.status == 200 and (await r.json())["ok"] is True
+
+            await wait_for(healthy)
+            async with http.post(f"{url}/api/command", json={"text": "turn on the kitchen light"}) as r:
+                assert r.status == 202
+
+            async def light_on() -> bool:
+                async with http.get(f"{url}/api/status") as r:
+                    data = await r.json()
+                return any(e["entity_id"] == "light.kitchen" and e["state"] == "on" for e in data["entities"])
+
+            await wait_for(light_on)
+            async with http.get(f"{url}/api/status") as r:
+                status = await r.json()
+            assert status["status"]["site"] == "default" and status["health"]["ok"]
+            async with http.get(f"{url}/metrics") as r:
+                assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")
+                text = await r.text()
+            assert 'duplex_hub_turns_total{source="grammar"} 1.0' in text
+            assert "duplex_hub_ticks_total" in text and "process_cpu_seconds_total" in text
+            for bad in (b"not json", b'{"text": ""}', b'{"text": 3}', b"[]"):
+                async with http.post(f"{url}/api/command", data=bad) as r:
+                    assert r.status == 400, bad
+            async with http.get(f"{url}/") as r:
+                assert r.status == 200 and "<title>Duplex Hub</title>" in await r.text()
+
+    asyncio.run(go())
+
+
+def test_a_token_guards_every_route(engines: Engines, settings: Settings) -> None:
+    token = "t0ps3cret-t0ps3cret"
+    s = replace(settings, http=HttpSettings(token=token))
+
+    async def go() -> None:
+        async with served(engines, s) as (_loop, url), aiohttp.ClientSession() as http:
+            for path in ("/", "/healthz", "/metrics", "/api/status"):
+                async with http.get(url + path) as r:
+                    assert r.status == 401, path
+                async with http.get(url + path, headers={"Authorization": "Bearer wrong"}) as r:
+                    assert r.status == 401, path
+            async with http.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"}) as r:
+                assert r.status == 200
+            async with http.get(f"{url}/api/status?token={token}") as r:
+                assert r.status == 200
+
+    asyncio.run(go())
+
+
+def test_a_taken_port_fails_the_start_loudly(engines: Engines, settings: Settings) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        s = replace(settings, http=replace(settings.http, port=taken.getsockname()[1]))
+
+        async def go() -> None:
+            async with running_loop(s, EventLog(), realtime=True, mqtt=False, engines=engines,
+                                    agent=Agent.from_settings(s), http=True):
+                pass
+
+        with pytest.raises(OSError):
+            asyncio.run(go())
+
+
+# -- a lost audio device ----------------------------------------------------------------------------------
+class FakeDevice:
+    """Hands out ``n`` frames, then stops (an unplugged device: no more callbacks)."""
+
+    opened: ClassVar[list[FakeDevice]] = []
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.played: list[Int16Array] = []
+        self.closed = False
+        FakeDevice.opened.append(self)
+
+    async def frames(self) -> AsyncIterator[Int16Array]:
+        for _ in range(self.n):
+            await asyncio.sleep(0)
+            yield np.zeros(CHUNK, np.int16)
+        await asyncio.Event().wait()  # silence for ever: no callback comes
+
+    def play(self, frame: Int16Array) -> None:
+        self.played.append(frame)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_device_that_stops_is_reopened_with_back_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("hub_runtime.runner.REOPEN_FIRST_S", 0.01)
+    FakeDevice.opened = []
+    attempts = iter(["ok", "fail", "fail", "ok"])
+
+    def open_device() -> FakeDevice:
+        if next(attempts) == "fail":
+            raise DeviceError("no usable audio device (unplugged)")
+        return FakeDevice(3)
+
+    async def go() -> int:
+        got = 0
+        frames = live_frames(open_device, stall_s=0.05, on_device=lambda d: None)
+        async for _frame in frames:
+            got += 1
+            if got == 6:
+                break
+        await frames.aclose()
+        return got
+
+    assert asyncio.run(go()) == 6
+    assert len(FakeDevice.opened) == 2 and FakeDevice.opened[0].closed
+
+
+def test_no_device_at_all_is_a_set_up_error(settings: Settings) -> None:
+    def missing() -> FakeDevice:
+        raise DeviceError("no usable audio device (none)")
+
+    with pytest.raises(DeviceError):
+        asyncio.run(run_live(settings, EventLog(keep=False), mqtt=False, http=False, open_device=missing))
+
+
+def test_run_live_plays_the_loop_on_the_device(engines: Engines, settings: Settings,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeDevice.opened = []
+    s = replace(settings, llm=replace(settings.llm, enabled=False))
+    monkeypatch.setattr("hub_runtime.runner.Engines.load", _loaded(engines))
+    stop = asyncio.Event()
+    log = EventLog(keep=False)
+
+    def open_device() -> FakeDevice:
+        device = FakeDevice(40)
+        original = device.play
+
+        def play(frame: Int16Array) -> None:
+            original(frame)
+            if len(device.played) >= 30:
+                stop.set()
+
+        device.play = play  # type: ignore[method-assign]
+        return device
+
+    asyncio.run(run_live(s, log, mqtt=False, http=False, open_device=open_device, stop=stop))
+    assert len(FakeDevice.opened[0].played) == 30 and log.events == []  # a live log keeps nothing
+
+
+def _loaded(engines: Engines) -> Callable[..., Any]:
+    async def load(*_args: Any, **_kwargs: Any) -> Engines:
+        return engines
+
+    return load
+
