@@ -8,6 +8,9 @@
   frame every 30 ms): a dead microphone or a stuck driver shows here;
 - **no stage failed** in the last ``ERROR_WINDOW_S`` (an engine that raised).
 
+A fallback in use (the voice on espeak-ng while Piper fails) is reported as ``degraded``
+without making the hub unhealthy: it still answers.
+
 Healthy, it sends ``WATCHDOG=1`` to systemd (``sd_notify``, when ``NOTIFY_SOCKET`` is set),
 so systemd restarts a hub that stalls (``WatchdogSec`` in ``config/duplex-hub.service``);
 unhealthy, it sends nothing. ``/healthz`` (``http.py``) answers from :meth:`check`.
@@ -58,11 +61,12 @@ class Report:
     problems: tuple[str, ...] = ()
     lag_ms: int = 0
     last_tick_ms: int | None = None  # how long ago the loop ticked (None: it never did)
+    degraded: tuple[str, ...] = ()  # fallbacks in use: the hub works (ok), worse
 
     def to_dict(self) -> dict[str, object]:
         """The JSON body of ``/healthz``."""
-        return {"ok": self.ok, "problems": list(self.problems), "event_loop_lag_ms": self.lag_ms,
-                "last_tick_ms_ago": self.last_tick_ms}
+        return {"ok": self.ok, "problems": list(self.problems), "degraded": list(self.degraded),
+                "event_loop_lag_ms": self.lag_ms, "last_tick_ms_ago": self.last_tick_ms}
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Health:
     metrics: Metrics | None = None
     watchdog: bool = True
     now: Callable[[], float] = time.monotonic
+    degraded: Callable[[], list[str]] = list  # the fallbacks in use, and why
     last_tick: float | None = None  # when the dialogue loop last ticked (``now`` seconds)
     _lag_s: float = 0.0
     _last_error: tuple[float, str] | None = None
@@ -107,7 +112,8 @@ class Health:
             problems.append(f"no audio frame for {age_ms} ms")
         if self._last_error is not None and now - self._last_error[0] < ERROR_WINDOW_S:
             problems.append(f"a stage failed: {self._last_error[1]}")
-        report = Report(ok=not problems, problems=tuple(problems), lag_ms=lag_ms, last_tick_ms=age_ms)
+        report = Report(ok=not problems, problems=tuple(problems), lag_ms=lag_ms, last_tick_ms=age_ms,
+                        degraded=tuple(self.degraded()))
         if self.metrics is not None:
             self.metrics.healthy.set(1 if report.ok else 0)
             self.metrics.loop_lag.set(self._lag_s)

@@ -10,7 +10,8 @@
   (``resumed``: a backchannel, the hub talked on; ``cancelled``: the user took the turn),
   errors, wake words;
 - the dialogue state, the loop's ticks and late ticks, the event loop's lag, whether MQTT
-  is connected, and the process's CPU and memory (``process_*``, Linux).
+  is connected, which component runs on its fallback (``degraded``: the voice on
+  espeak-ng when Piper fails), and the process's CPU and memory (``process_*``, Linux).
 
 ``/metrics`` (``http.py``) serves :attr:`Metrics.registry` in Prometheus' text format.
 """
@@ -70,6 +71,8 @@ class Metrics:
                               registry=r)
         self.healthy = Gauge("duplex_hub_healthy", "1 while the loop ticks on time and nothing failed",
                              registry=r)
+        self.degraded = Gauge("duplex_hub_degraded", "1 while a component runs on its fallback",
+                              ["component"], registry=r)
         self.mqtt_connected = Gauge("duplex_hub_mqtt_connected", "1 while the MQTT link is up", registry=r)
         self.state = Enum("duplex_hub_dialogue_state", "What the hub is doing", states=list(p.DIALOGUE_STATES),
                           registry=r)

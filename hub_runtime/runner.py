@@ -69,7 +69,7 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
     try:
         await loop.start()
         if http:
-            ops = await Operations.start(settings, loop, log)
+            ops = await Operations.start(settings, loop, log, shared)
         if mqtt:
             from .mqtt.bridge import start_bridge
 
@@ -101,10 +101,17 @@ class Operations:
     server: HttpServer
 
     @classmethod
-    async def start(cls, settings: Settings, loop: DialogueLoop, log: EventLog) -> Operations:
+    async def start(cls, settings: Settings, loop: DialogueLoop, log: EventLog, engines: Engines) -> Operations:
         """Measure the loop from its events and ticks, watch its health, serve both."""
         metrics = Metrics()
-        health = Health(stall_ms=settings.http.stall_ms, metrics=metrics, watchdog=settings.http.watchdog)
+
+        def degraded() -> list[str]:  # a fallback in use (the hub works, worse)
+            why = getattr(engines.synth, "degraded", None)
+            return [why] if why else []
+
+        metrics.degraded.labels("voice").set_function(lambda: 1.0 if degraded() else 0.0)
+        health = Health(stall_ms=settings.http.stall_ms, metrics=metrics, watchdog=settings.http.watchdog,
+                        degraded=degraded)
         log.listeners += [metrics.on_event, health.on_event]
         loop.on_tick.append(health.ticked)
         server = HttpServer(settings.http, loop, metrics, health)

@@ -9,7 +9,10 @@ one instance per room, because they keep per-stream state.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -65,15 +68,52 @@ def make_transcriber(settings: Settings) -> Transcriber | None:
 
 
 def make_synth(settings: Settings) -> Synth:
-    """The voice (``tts.engine``)."""
+    """The voice (``tts.engine``); Piper with espeak-ng behind it for when it fails."""
+    from .espeak import EspeakSynth
+
     if settings.tts.engine == "piper":
         from .piper import PiperSynth
 
-        return PiperSynth(settings.tts.voice, length_scale=settings.tts.length_scale,
-                          threads=settings.hardware.num_threads)
-    from .espeak import EspeakSynth
-
+        return FallbackSynth(PiperSynth(settings.tts.voice, length_scale=settings.tts.length_scale,
+                                        threads=settings.hardware.num_threads), EspeakSynth())
     return EspeakSynth()
+
+
+class FallbackSynth:
+    """A voice that falls back to another when it fails, and tries the first again later.
+
+    When the primary voice raises, the rest of the text is spoken with the fallback (the
+    sentences already spoken are skipped), and for ``retry_s`` every reply uses the
+    fallback; then the primary is tried again. :attr:`degraded` says why while it lasts
+    (the metrics and ``/healthz`` show it).
+    """
+
+    def __init__(self, primary: Synth, fallback: Synth, *, retry_s: float = 60.0,
+                 now: Callable[[], float] = time.monotonic) -> None:
+        """Speak with ``primary``; with ``fallback`` while it is failing."""
+        self.primary, self.fallback = primary, fallback
+        self.retry_s, self._now = retry_s, now
+        self._failed_at: float | None = None
+        self.degraded: str | None = None  # why the fallback is in use
+
+    def sentences(self, text: str) -> Iterator[tuple[str, Int16Array]]:
+        """Yield (sentence, audio) from the primary voice, else the fallback."""
+        spoken = 0
+        if self._failed_at is None or self._now() - self._failed_at >= self.retry_s:
+            try:
+                for item in self.primary.sentences(text):
+                    yield item
+                    spoken += 1
+            except Exception as err:  # any failure of the voice: the hub still answers
+                if self.degraded is None:
+                    _LOGGER.warning("the voice failed (%s); speaking with the fallback voice", err)
+                self._failed_at, self.degraded = self._now(), f"voice failed: {err}"
+            else:
+                if self.degraded is not None:
+                    _LOGGER.warning("the voice is back")
+                self._failed_at = self.degraded = None
+                return
+        yield from itertools.islice(self.fallback.sentences(text), spoken, None)
 
 
 def load_llm(settings: Settings, *, light: bool = False) -> LlmEngine | None:

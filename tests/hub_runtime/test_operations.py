@@ -7,7 +7,7 @@ import contextlib
 import os
 import socket
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -20,12 +20,14 @@ from hub_runtime import protocol as p
 from hub_runtime.agent import Agent
 from hub_runtime.audio.devices import DeviceError
 from hub_runtime.audio.format import Int16Array
-from hub_runtime.engines import Engines
+from hub_runtime.engines import Engines, FallbackSynth
+from hub_runtime.engines.espeak import EspeakSynth
 from hub_runtime.events import EventLog
 from hub_runtime.health import Health, sd_notify
 from hub_runtime.metrics import Metrics
 from hub_runtime.runner import live_frames, run_live, running_loop
 from hub_runtime.settings import HttpSettings, Settings, SettingsError, parse
+from hub_runtime.text import split_sentences
 
 from .http_helpers import CHUNK, served, wait_for
 
@@ -319,3 +321,58 @@ def _loaded(engines: Engines) -> Callable[..., Any]:
 
     return load
 
+
+
+# -- degradation: a voice that fails ------------------------------------------------------------------------
+class BrokenVoice:
+    """Speaks ``good`` sentences, then fails (an ONNX runtime error, a corrupt model)."""
+
+    def __init__(self, good: int = 0) -> None:
+        self.good, self.calls = good, 0
+
+    def sentences(self, text: str) -> Iterator[tuple[str, Int16Array]]:
+        self.calls += 1
+        for i, sentence in enumerate(split_sentences(text)):
+            if i >= self.good:
+                raise RuntimeError("onnxruntime: bad model")
+            yield sentence, np.ones(160, np.int16)
+
+
+def test_the_fallback_voice_takes_over_the_rest_and_the_first_is_tried_again() -> None:
+    now = FakeTime()
+    primary = BrokenVoice(good=1)
+    synth = FallbackSynth(primary, EspeakSynth(), retry_s=60, now=now)
+    said = list(synth.sentences("It is ten. The light is on. Bye."))
+    assert [s for s, _ in said] == ["It is ten.", "The light is on.", "Bye."]
+    assert said[0][1].size == 160 and said[1][1].size > 1000  # the rest in espeak's voice
+    assert synth.degraded == "voice failed: onnxruntime: bad model"
+    list(synth.sentences("Again."))
+    assert primary.calls == 1  # not retried within retry_s
+    now.s += 61
+    primary.good = 5
+    assert [s for s, _ in synth.sentences("Back. Fine.")] == ["Back.", "Fine."]
+    assert primary.calls == 2 and synth.degraded is None
+
+
+def test_a_hub_whose_voice_fails_still_answers_and_says_it_is_degraded(engines: Engines,
+                                                                        settings: Settings) -> None:
+    broken = Engines(whisper=engines.whisper, synth=FallbackSynth(BrokenVoice(), EspeakSynth()))
+
+    async def go() -> None:
+        async with served(broken, settings) as (_loop, url), aiohttp.ClientSession() as http:
+            async with http.post(f"{url}/api/command", json={"text": "what time is it"}) as r:
+                assert r.status == 202
+
+            async def answered() -> bool:
+                async with http.get(f"{url}/healthz") as r:
+                    report = await r.json()
+                return r.status == 200 and bool(report["degraded"])
+
+            await wait_for(answered)
+            async with http.get(f"{url}/metrics") as r:
+                assert 'duplex_hub_degraded{component="voice"} 1.0' in await r.text()
+            async with http.get(f"{url}/api/status") as r:
+                turns = (await r.json())["turns"]
+            assert turns and "first_audio" in turns[0]["latency_ms"]  # it spoke, in the fallback voice
+
+    asyncio.run(go())
