@@ -2,9 +2,10 @@
 
 One loop (fast file mode, a live-style event log that keeps nothing) hears the same
 round of spoken commands again and again. Per round it prints the process's resident
-memory, the median end of speech → first hub audio on the loop's clock, the turns that
-got no answer, and the CPU per second of audio. A leak shows as memory rising round
-after round; a drift as the latency rising.
+memory, the turns answered, the wall time the round took (fast mode: the compute), the
+median end of speech → first hub audio on the loop's clock (the turn-taking waits), and
+the CPU per second of audio. A leak shows as memory rising round after round; a drift
+as the wall time rising.
 Usage: .venv/bin/python bench/soak.py [ROUNDS]  (default 8 rounds of 12 turns)
 """
 
@@ -26,6 +27,7 @@ from hub_runtime.audio.format import RATE
 from hub_runtime.audio.synthetic import speak
 from hub_runtime.engines import Engines
 from hub_runtime.events import EventLog
+from hub_runtime.metrics import Metrics
 from hub_runtime.runner import run_file
 from hub_runtime.settings import Settings
 
@@ -54,30 +56,37 @@ async def main(rounds: int) -> None:
     one_round = np.concatenate(parts)
     round_ms = len(one_round) * 1000 // RATE
     mic = np.tile(one_round, rounds)
-    per_round: dict[int, dict[str, Any]] = defaultdict(lambda: {"lat": [], "answered": 0, "rss": 0.0})
-    end: list[int] = []
+    per_round: dict[int, dict[str, Any]] = defaultdict(lambda: {"lat": [], "answered": 0, "rss": 0.0,
+                                                                "wall": [0.0, 0.0]})
+    metrics = Metrics()  # the hub's own measure: from the end of speech (end_of_turn - silence)
 
     def on_event(event: p.Event) -> None:
+        metrics.on_event(event)
         r = per_round[event.t_ms // round_ms]
-        if isinstance(event, p.SpeechEnd):
-            end[:] = [event.t_ms]
-        elif isinstance(event, p.TtsStart) and end:
-            r["lat"].append(event.t_ms - end.pop())
+        now = time.perf_counter()
+        r["wall"] = [r["wall"][0] or now, now]
+        if isinstance(event, p.TtsStart) and metrics.recent and "first_audio" in metrics.recent[-1].latency_ms:
+            r["lat"].append(metrics.recent[-1].latency_ms["first_audio"])
             r["answered"] += 1
             r["rss"] = rss_mb()
 
-    print(f"{rounds} rounds of {len(ROUND)} turns ({round_ms / 1000:.0f} s of audio each); start RSS {rss_mb():.0f} MB")
+    print(f"{rounds} rounds of {len(ROUND)} turns ({round_ms / 1000:.0f} s of audio each); "
+          f"start RSS {rss_mb():.0f} MB")
     cpu0, t0 = time.process_time(), time.perf_counter()
     await run_file(settings, mic, engines=engines, agent=agent, events=EventLog(keep=False, listener=on_event))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
-    print(f"{'round':>5} {'RSS MB':>7} {'answered':>9} {'p50 first audio ms':>19}")
+    print(f"{'round':>5} {'RSS MB':>7} {'answered':>9} {'wall s':>7} {'p50 first audio ms (loop clock)':>32}")
     for i in range(rounds):
         r = per_round[i]
         p50 = np.median(r["lat"]) if r["lat"] else float("nan")
-        print(f"{i + 1:>5} {r['rss']:>7.0f} {r['answered']:>5}/{len(ROUND):<3} {p50:>19.0f}")
+        print(f"{i + 1:>5} {r['rss']:>7.0f} {r['answered']:>5}/{len(ROUND):<3} {r['wall'][1] - r['wall'][0]:>7.1f} "
+              f"{p50:>32.0f}")
     rss = [per_round[i]["rss"] for i in range(rounds)]
-    print(f"RSS growth after the first round: {rss[-1] - rss[0]:+.1f} MB over {rounds - 1} rounds; "
+    walls = [per_round[i]["wall"][1] - per_round[i]["wall"][0] for i in range(rounds)]
+    print(f"RSS growth after the first round: {rss[-1] - rss[1]:+.1f} MB from round 2 to {rounds}; "
           f"peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(f"wall per round: median of the first half {np.median(walls[: rounds // 2]):.1f} s, "
+          f"of the second half {np.median(walls[rounds // 2 :]):.1f} s")
     audio_s = len(mic) / RATE
     print(f"CPU {cpu / audio_s:.2f} s per s of audio; wall {wall:.0f} s for {audio_s:.0f} s of audio (fast mode)")
 

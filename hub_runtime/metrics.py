@@ -2,10 +2,12 @@
 
 :class:`Metrics` listens to the dialogue events (``events.py``) and keeps:
 
-- per-stage turn latency histograms, measured from the VAD's end of speech
-  (``speech_end``): ``end_of_turn``, ``transcript``, ``intent``, ``response`` and
-  ``first_audio`` (``tts_start``); the same figures for the last turns, for the dashboard
-  (typed turns there too, measured from the text's arrival);
+- per-stage turn latency histograms, measured from the end of the user's speech (the
+  turn stage's ``end_of_turn`` less the silence it waited, ``silence_ms``; the VAD's own
+  ``speech_end`` often comes later, after the reply started): ``end_of_turn``,
+  ``transcript``, ``intent``, ``response`` and ``first_audio`` (``tts_start``); the same
+  figures for the last turns, for the dashboard (typed turns there too, measured from
+  the text's arrival);
 - turns by how they were understood (grammar, llm, none), barge-ins by outcome
   (``resumed``: a backchannel, the hub talked on; ``cancelled``: the user took the turn),
   errors, wake words;
@@ -37,7 +39,7 @@ LATENCY_BUCKETS_S: Final = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 2.0, 
 class Turn:
     """One user turn as the dashboard shows it."""
 
-    t_ms: int  # speech end (typed: the text's arrival), loop time
+    t_ms: int  # the end of the user's speech (typed: the text's arrival), loop time
     typed: bool = False  # text from the dashboard: not in the speech latency histograms
     text: str = ""
     intent: str | None = None
@@ -90,10 +92,8 @@ class Metrics:
     def on_event(self, event: p.Event) -> None:
         """Account for one dialogue event."""
         kind = event.type
-        if isinstance(event, p.SpeechEnd):
-            self._turn = Turn(t_ms=event.t_ms)
-        elif isinstance(event, p.EndOfTurn) and event.discard:
-            self._turn = None
+        if isinstance(event, p.EndOfTurn):
+            self._turn = None if event.discard else Turn(t_ms=event.t_ms - event.silence_ms)
         elif isinstance(event, p.Transcript) and event.tier == "typed":
             self._turn = Turn(t_ms=event.t_ms, typed=True)
         elif isinstance(event, p.StateChanged):

@@ -403,7 +403,7 @@ class Timestamps(Message):
     time: str = ""
     intent_ms: int | None = None
     speech_start_ms: int | None = None
-    speech_end_ms: int | None = None
+    speech_end_ms: int | None = None  # the end of speech: end_of_turn less the silence waited
 
 
 @dataclass(frozen=True, kw_only=True)

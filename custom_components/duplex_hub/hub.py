@@ -313,8 +313,10 @@ class HubClient:
         if isinstance(event, p.Transcript) and event.text:
             self.last_transcript = event.text
             self._notify()
-        elif isinstance(event, p.SpeechEnd):
-            self._speech_end_ms = event.t_ms
+        elif isinstance(event, p.EndOfTurn):
+            # the end of speech: the turn's end less the silence it waited (the VAD's own
+            # speech_end often comes after the reply started)
+            self._speech_end_ms = None if event.discard else event.t_ms - event.silence_ms
         elif isinstance(event, p.TtsStart) and self._speech_end_ms is not None:
             self.last_latency_ms = max(0, event.t_ms - self._speech_end_ms)
             self._speech_end_ms = None

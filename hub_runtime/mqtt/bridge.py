@@ -161,8 +161,8 @@ class MqttBridge:
                 self._session = uuid.uuid4().hex
                 self._publish(hermes.SESSION_STARTED,
                               hermes.session_started(site_id=self.site, session_id=self._session))
-        elif isinstance(event, p.SpeechEnd):
-            self._speech_end_ms = event.t_ms
+        elif isinstance(event, p.EndOfTurn) and not event.discard:
+            self._speech_end_ms = event.t_ms - event.silence_ms  # the VAD's speech_end may come later
         elif isinstance(event, p.IntentRecognized):
             self._publish_intent(event)
             if event.name == "HassBroadcast":

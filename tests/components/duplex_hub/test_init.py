@@ -73,8 +73,8 @@ async def test_entities_follow_the_hub(hass: HomeAssistant, home: dict[str, str]
     await publish(hass, f"{BASE}/state", {"state": "speaking", "muted": True, "volume": 1.0}, retain=True)
     await wait_until(hass, lambda: hass.states.get(state_id).state == "speaking", 10, "speaking")
     assert hass.states.get(mute_id).state == "on"
-    for event in (p.Transcript(t_ms=900, text="hello hub"), p.SpeechEnd(t_ms=1000, offset_ms=990),
-                  p.TtsStart(t_ms=1320, utterance=1)):
+    for event in (p.EndOfTurn(t_ms=1090, silence_ms=90), p.Transcript(t_ms=1090, text="hello hub"),
+                  p.TtsStart(t_ms=1320, utterance=1), p.SpeechEnd(t_ms=1330, offset_ms=1000)):
         await publish(hass, f"{BASE}/event/{event.type}", event.to_json())
     await wait_until(hass, lambda: hass.states.get(latency_id).state == "320", 10, "the latency")
     assert hass.states.get(transcript_id).state == "hello hub"
