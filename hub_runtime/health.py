@@ -9,7 +9,11 @@
 - **no stage failed** in the last ``ERROR_WINDOW_S`` (an engine that raised).
 
 A fallback in use (the voice on espeak-ng while Piper fails) is reported as ``degraded``
-without making the hub unhealthy: it still answers.
+without making the hub unhealthy: it still answers. So is an **overload**: the process's
+CPU (over ``LOAD_BEATS`` periods, of all cores) above ``http.max_cpu_percent``, or its
+resident memory above ``http.max_memory_mb``; while it lasts the understanding does not
+start the LLM ("I'm busy, one moment."), the grammar still answers, and it ends by itself
+once the load has been below the limits as long.
 
 Healthy, it sends ``WATCHDOG=1`` to systemd (``sd_notify``, when ``NOTIFY_SOCKET`` is set),
 so systemd restarts a hub that stalls (``WatchdogSec`` in ``config/duplex-hub.service``);
@@ -34,6 +38,18 @@ _LOGGER = logging.getLogger(__name__)
 
 ERROR_WINDOW_S: Final = 30.0  # a stage error keeps the hub unhealthy this long
 PERIOD_S: Final = 0.5  # how often the monitor checks (and pings the watchdog when well)
+LOAD_BEATS: Final = 4  # an overload starts (and ends) after this many periods over (under) the limit
+_PAGE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def process_usage() -> tuple[float, float]:
+    """(CPU seconds of the process, all threads; resident memory in MB)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            rss_mb = int(f.read().split()[1]) * _PAGE / 2**20
+    except OSError:
+        rss_mb = 0.0
+    return time.process_time(), rss_mb
 
 
 def sd_notify(message: str) -> bool:
@@ -78,11 +94,49 @@ class Health:
     watchdog: bool = True
     now: Callable[[], float] = time.monotonic
     degraded: Callable[[], list[str]] = list  # the fallbacks in use, and why
+    max_cpu_percent: int = 100
+    max_memory_mb: int | None = None
+    usage: Callable[[], tuple[float, float]] = process_usage
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     last_tick: float | None = None  # when the dialogue loop last ticked (``now`` seconds)
     _lag_s: float = 0.0
     _last_error: tuple[float, str] | None = None
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
     _well: bool | None = None
+    _load: tuple[float, float] | None = None  # (now, CPU seconds) at the last beat
+    _over: int = 0  # beats in a row over a limit (negative: under, while overloaded)
+    _overloaded: str | None = None
+    _why: str = ""
+
+    def overloaded(self) -> str | None:
+        """Why the machine is overloaded now (the LLM waits), or None."""
+        return self._overloaded
+
+    def _measure_load(self) -> None:
+        now = self.now()
+        cpu_s, rss_mb = self.usage()
+        last, self._load = self._load, (now, cpu_s)
+        if last is None or now <= last[0]:
+            return
+        percent = 100 * (cpu_s - last[1]) / (now - last[0]) / self.cpus
+        over = []
+        if percent > self.max_cpu_percent:
+            over.append(f"CPU {percent:.0f}% > {self.max_cpu_percent}%")
+        if self.max_memory_mb is not None and rss_mb > self.max_memory_mb:
+            over.append(f"memory {rss_mb:.0f} MB > {self.max_memory_mb} MB")
+        if self._overloaded is None:
+            self._over = self._over + 1 if over else 0
+            self._why = "; ".join(over) or self._why
+            if self._over >= LOAD_BEATS:
+                self._overloaded, self._over = f"overloaded: {self._why}", 0
+                _LOGGER.warning("%s: the LLM waits until the load is down", self._overloaded)
+        else:
+            self._over = 0 if over else self._over - 1
+            if -self._over >= LOAD_BEATS:
+                _LOGGER.warning("the load is down again")
+                self._overloaded, self._over = None, 0
+        if self.metrics is not None:
+            self.metrics.degraded.labels("load").set(1 if self._overloaded else 0)
 
     def ticked(self) -> None:
         """The dialogue loop took a frame."""
@@ -112,8 +166,9 @@ class Health:
             problems.append(f"no audio frame for {age_ms} ms")
         if self._last_error is not None and now - self._last_error[0] < ERROR_WINDOW_S:
             problems.append(f"a stage failed: {self._last_error[1]}")
+        degraded = tuple(self.degraded()) + ((self._overloaded,) if self._overloaded else ())
         report = Report(ok=not problems, problems=tuple(problems), lag_ms=lag_ms, last_tick_ms=age_ms,
-                        degraded=tuple(self.degraded()))
+                        degraded=degraded)
         if self.metrics is not None:
             self.metrics.healthy.set(1 if report.ok else 0)
             self.metrics.loop_lag.set(self._lag_s)
@@ -128,6 +183,7 @@ class Health:
     def beat(self, lag_s: float) -> Report:
         """One period of the monitor: record the event loop's lag, check, ping systemd if well."""
         self._lag_s = max(0.0, lag_s)
+        self._measure_load()
         report = self.check()
         if report.ok and self.watchdog:
             sd_notify("WATCHDOG=1")

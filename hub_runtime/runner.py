@@ -111,7 +111,9 @@ class Operations:
 
         metrics.degraded.labels("voice").set_function(lambda: 1.0 if degraded() else 0.0)
         health = Health(stall_ms=settings.http.stall_ms, metrics=metrics, watchdog=settings.http.watchdog,
-                        degraded=degraded)
+                        degraded=degraded, max_cpu_percent=settings.http.max_cpu_percent,
+                        max_memory_mb=settings.http.max_memory_mb)
+        loop.understanding.overloaded = health.overloaded
         log.listeners += [metrics.on_event, health.on_event]
         loop.on_tick.append(health.ticked)
         server = HttpServer(settings.http, loop, metrics, health)

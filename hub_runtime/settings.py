@@ -208,6 +208,8 @@ class HttpSettings:
     port: int = 8321
     token: str | None = None  # bearer token (header, or ?token= for the dashboard page)
     stall_ms: int = 1000  # the loop counts as stalled when a tick or the event loop is this late
+    max_cpu_percent: int = 95  # of all cores, over 2 s: above it the LLM is not started ("I'm busy")
+    max_memory_mb: int | None = None  # resident memory; above it, too (None: no limit)
     watchdog: bool = True  # systemd READY/WATCHDOG pings while healthy (when NOTIFY_SOCKET is set)
 
 
@@ -349,6 +351,8 @@ SCHEMA: Final = vol.Schema(
                 vol.Optional("token"): vol.Any(None, vol.All(str, vol.Length(min=16, msg="is shorter than 16 "
                                                                               "characters"))),
                 vol.Optional("stall_ms"): _number(100, 60000, integer=True),
+                vol.Optional("max_cpu_percent"): _number(10, 100, integer=True),
+                vol.Optional("max_memory_mb"): vol.Any(None, _number(64, 1_000_000, integer=True)),
                 vol.Optional("watchdog"): _bool,
             }
         ),

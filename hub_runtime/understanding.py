@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 NO_INTENT_RESPONSE: Final = "Sorry, I couldn't understand that"
 NOT_HEARD: Final = "Sorry, I didn't catch that."
 CANNOT: Final = "Sorry, I can't do that yet."
+BUSY: Final = "I'm busy, one moment."  # the LLM is not started while the machine is overloaded
 WHICH_ROOM: Final = "Which room?"
 DECLINED: Final = "Okay, I won't."
 VOICE: Final = ""  # the conversation of the room's own voice (MQTT asks carry their own ids)
@@ -183,6 +184,7 @@ class Understanding:
         self.llm = llm
         self.prefer_local = prefer_local
         self.timers = timers
+        self.overloaded: Callable[[], str | None] = lambda: None  # why the LLM must wait (health.py)
         self.clock = clock or dt.datetime.now
         self.small_talk = SmallTalk()
         self._pending: dict[str, Pending] = {}
@@ -246,6 +248,9 @@ class Understanding:
             return
         if self.llm is None:
             yield Said(NO_INTENT_RESPONSE, None)
+            return
+        if self.overloaded() is not None:  # the machine is out of CPU or memory: the templates only
+            yield Said(BUSY, None)
             return
         from .llm.dialogue import Act
 

@@ -142,6 +142,46 @@ def test_the_watchdog_is_fed_only_while_the_loop_ticks_on_time(monkeypatch: pyte
     assert sample(metrics, "duplex_hub_ticks_total") == 3
 
 
+def test_an_overload_holds_the_llm_back_and_ends_by_itself() -> None:
+    now, cpu = FakeTime(), [0.0]
+    metrics = Metrics()
+    health = Health(stall_ms=1000, metrics=metrics, now=now, watchdog=False, max_cpu_percent=80,
+                    max_memory_mb=500, usage=lambda: (cpu[0], 100.0), cpus=2)
+    health.ticked()
+
+    def beats(n: int, busy_cores: float) -> None:
+        for _ in range(n):
+            now.s += 0.5
+            cpu[0] += 0.5 * busy_cores
+            health.ticked()
+            health.beat(0.0)
+
+    beats(4, 1.0)  # 50 %
+    assert health.overloaded() is None
+    beats(3, 1.9)  # 95 %, not yet long enough
+    assert health.overloaded() is None
+    beats(1, 1.9)
+    assert health.overloaded() == "overloaded: CPU 95% > 80%"
+    report = health.check()
+    assert report.ok and report.degraded == ("overloaded: CPU 95% > 80%",)  # it still answers
+    assert sample(metrics, "duplex_hub_degraded", component="load") == 1
+    beats(3, 0.2)
+    assert health.overloaded() is not None  # hysteresis
+    beats(1, 0.2)
+    assert health.overloaded() is None and sample(metrics, "duplex_hub_degraded", component="load") == 0
+
+
+def test_overloaded_the_understanding_says_it_is_busy_but_the_grammar_answers() -> None:
+    from hub_runtime.understanding import BUSY
+
+    from .test_understanding import ask, state, understanding
+
+    u = understanding('{"intent": "HassTurnOn", "name": "Kitchen Light"}')
+    u.overloaded = lambda: "overloaded: CPU 99% > 95%"
+    assert ask(u, "tell me a story about dragons").response == BUSY
+    assert ask(u, "turn on the kitchen light").intent is not None and state(u, "light.kitchen") == "on"
+
+
 def test_sd_notify_ready_and_stopping_around_the_monitor(monkeypatch: pytest.MonkeyPatch) -> None:
     async def go() -> None:
         health = Health(stall_ms=1000)
