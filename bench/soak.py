@@ -59,14 +59,18 @@ async def main(rounds: int) -> None:
     per_round: dict[int, dict[str, Any]] = defaultdict(lambda: {"lat": [], "answered": 0, "rss": 0.0,
                                                                 "wall": [0.0, 0.0]})
     metrics = Metrics()  # the hub's own measure: from the end of speech (end_of_turn - silence)
+    counted: set[int] = set()
 
     def on_event(event: p.Event) -> None:
         metrics.on_event(event)
         r = per_round[event.t_ms // round_ms]
         now = time.perf_counter()
         r["wall"] = [r["wall"][0] or now, now]
-        if isinstance(event, p.TtsStart) and metrics.recent and "first_audio" in metrics.recent[-1].latency_ms:
-            r["lat"].append(metrics.recent[-1].latency_ms["first_audio"])
+        last = metrics.recent[-1] if metrics.recent else None
+        if isinstance(event, p.TtsStart) and last is not None and id(last) not in counted \
+                and "first_audio" in last.latency_ms:  # (a timer's announcement is no turn)
+            counted.add(id(last))
+            r["lat"].append(last.latency_ms["first_audio"])
             r["answered"] += 1
             r["rss"] = rss_mb()
 
