@@ -30,6 +30,7 @@ from .pipeline import Clock
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from .gpio import Gpio
     from .mqtt.bridge import MqttBridge
 
 _LOGGER = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
     loop = DialogueLoop(settings, shared, home, clock=Clock(realtime=realtime), events=log)
     bridge = None
     ops: Operations | None = None
+    pins: Gpio | None = None
     try:
         await loop.start()
         if http:
@@ -81,8 +83,16 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(READY_TIMEOUT_S):  # listen before speech comes in
                         await bridge.ready()
+        if settings.gpio.enabled:
+            from .gpio import Gpio
+
+            told = bridge
+            pins = Gpio(settings.gpio, loop, on_mute=lambda _muted: told.publish_status() if told else None)
+            log.listeners.append(pins.on_event)
         yield loop
     finally:
+        if pins is not None:
+            pins.close()
         if ops is not None:
             await ops.stop()
         if bridge is not None:

@@ -66,6 +66,27 @@ def _one_of(*allowed: str) -> Any:
     return check
 
 
+def _pin(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise vol.Invalid(f"{value!r} is not a pin number")
+    if not 0 <= value <= 27:
+        raise vol.Invalid(f"{value} is not a BCM GPIO pin (allowed 0 to 27)")
+    return value
+
+
+def _rgb_pins(value: Any) -> tuple[int, int, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or len(value) != 3:
+        raise vol.Invalid(f"{value!r} is not three pins (red, green, blue)")
+    red, green, blue = (_pin(v) for v in value)
+    if red is None or green is None or blue is None:
+        raise vol.Invalid(f"{value!r} is not three pins (red, green, blue)")
+    return red, green, blue
+
+
 def _optional_path(value: Any) -> str | None:
     if value is None:
         return None
@@ -214,6 +235,20 @@ class HttpSettings:
 
 
 @dataclass(frozen=True)
+class GpioSettings:
+    """LEDs, a haptic motor and buttons on BCM pin numbers (``gpio.py``); off by default."""
+
+    enabled: bool = False
+    led: int | None = None  # one status LED
+    led_pwm: bool = True  # ... dimmable (PWM)
+    led_rgb: tuple[int, int, int] | None = None  # or an RGB LED: red, green, blue pins
+    haptic: int | None = None  # a vibration motor (PWM)
+    talk_button: int | None = None  # push to talk: opens a turn without the wake word
+    mute_button: int | None = None  # cuts the microphone (pressed again: restores it)
+    bounce_s: float = 0.05  # button debounce
+
+
+@dataclass(frozen=True)
 class Settings:
     """The whole validated configuration."""
 
@@ -227,6 +262,7 @@ class Settings:
     mqtt: MqttSettings = MqttSettings()
     llm: LlmSettings = LlmSettings()
     http: HttpSettings = HttpSettings()
+    gpio: GpioSettings = GpioSettings()
     catalog: str | None = None  # path; None = the bundled example home
     language: str = "en"
     site_id: str = "default"
@@ -356,6 +392,18 @@ SCHEMA: Final = vol.Schema(
                 vol.Optional("watchdog"): _bool,
             }
         ),
+        vol.Optional("gpio", default=dict): vol.Schema(
+            {
+                vol.Optional("enabled"): _bool,
+                vol.Optional("led"): _pin,
+                vol.Optional("led_pwm"): _bool,
+                vol.Optional("led_rgb"): _rgb_pins,
+                vol.Optional("haptic"): _pin,
+                vol.Optional("talk_button"): _pin,
+                vol.Optional("mute_button"): _pin,
+                vol.Optional("bounce_s"): _number(0.0, 1.0),
+            }
+        ),
         vol.Optional("catalog"): _optional_path,
         vol.Optional("language"): _one_of("en"),
         vol.Optional("site_id"): vol.All(str, vol.Match(r"^[A-Za-z0-9_-]+$", msg="is not a plain id")),
@@ -374,6 +422,7 @@ _SECTIONS: Final = {
     "mqtt": MqttSettings,
     "llm": LlmSettings,
     "http": HttpSettings,
+    "gpio": GpioSettings,
 }
 
 _T = TypeVar("_T")
@@ -442,6 +491,17 @@ def parse(data: Any, *, base_dir: Path | None = None) -> Settings:
     if settings.http.enabled and settings.http.token is None and not _loopback(settings.http.host):
         raise SettingsError(f"http.token: needed when http.host ({settings.http.host}) is not a loopback "
                             "address (or set http.host: 127.0.0.1)")
+    g = settings.gpio
+    used = [("led", g.led), ("haptic", g.haptic), ("talk_button", g.talk_button), ("mute_button", g.mute_button)]
+    used += [(f"led_rgb[{i}]", pin) for i, pin in enumerate(g.led_rgb or ())]
+    seen: dict[int, str] = {}
+    for key, pin in used:
+        if pin is not None and pin in seen:
+            raise SettingsError(f"gpio.{key}: pin {pin} is already gpio.{seen[pin]}")
+        if pin is not None:
+            seen[pin] = key
+    if g.led is not None and g.led_rgb is not None:
+        raise SettingsError("gpio.led: set either gpio.led or gpio.led_rgb, not both")
     if base_dir is not None:
         settings = _resolve_paths(settings, base_dir)
     return settings

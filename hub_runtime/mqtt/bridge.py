@@ -142,7 +142,7 @@ class MqttBridge:
     def _on_connected(self) -> None:
         self._publish(self.topics.availability, p.ONLINE, qos=1, retain=True)
         self._publish(p.discovery_topic(self.mqtt.hub_id), self.discovery(), qos=1, retain=True)
-        self._publish_status()
+        self.publish_status()
 
     def discovery(self) -> p.Discovery:
         """The retained announcement at ``duplex_hub/discovery/<hub_id>``."""
@@ -168,7 +168,7 @@ class MqttBridge:
             if event.name == "HassBroadcast":
                 self._broadcast(event)
         elif isinstance(event, p.StateChanged | p.TimerEvent):
-            self._publish_status()
+            self.publish_status()
         elif isinstance(event, p.Response) and self._session is not None:
             self._publish(hermes.SESSION_ENDED, hermes.session_ended(site_id=self.site, session_id=self._session))
             self._session = None
@@ -180,7 +180,8 @@ class MqttBridge:
         if self.link is not None:
             self.link.publish(topic, _payload(data), qos=qos, retain=retain)
 
-    def _publish_status(self) -> None:
+    def publish_status(self) -> None:
+        """Publish the hub's status (retained): after a change that came from elsewhere, e.g. a button."""
         self._publish(self.topics.state, self.loop.status(), qos=1, retain=True)
 
     def _broadcast(self, event: p.IntentRecognized) -> None:
@@ -271,14 +272,14 @@ class MqttBridge:
             await self._ask(c)
         elif isinstance(c, p.Mute):
             loop.mute(c.muted)
-            self._publish_status()
+            self.publish_status()
         elif isinstance(c, p.SessionCommand):
             loop.open_session(c.start)
             if c.text:
                 loop.say(c.text)
         elif isinstance(c, p.Volume):
             loop.set_volume(c.volume)
-            self._publish_status()
+            self.publish_status()
         elif isinstance(c, hermes.HermesSay):
             if c.site_id in (None, self.site):
                 loop.say(c.text)
