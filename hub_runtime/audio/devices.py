@@ -12,10 +12,12 @@ import numpy as np
 
 from ..settings import Settings
 from .format import RATE, Int16Array
+from .native import Resampler, RingBuffer
 
 _LOGGER = logging.getLogger(__name__)
 
 REALTIME_PRIORITY: Final = 20  # SCHED_FIFO priority of the audio callback thread (1..99)
+RING_FRAMES: Final = 16  # frames the rings between the device thread and the loop hold (~0.5 s)
 
 
 class DeviceError(RuntimeError):
@@ -38,54 +40,87 @@ def realtime_priority(priority: int = REALTIME_PRIORITY) -> bool:
 
 
 class LiveDuplex:
-    """Microphone frames in, speaker frames out, at the device's pace."""
+    """Microphone frames in, speaker frames out, at the device's pace and rate.
 
-    def __init__(self, settings: Settings) -> None:
+    The device runs at ``audio.device_rate`` (16, 44.1, 48 kHz ...); its callback thread
+    resamples to and from the loop's 16 kHz (``Resampler``) and hands samples over
+    through single-producer single-consumer rings (``RingBuffer``): no lock and no
+    allocation on the device's thread, which runs at SCHED_FIFO where permitted.
+    """
+
+    def __init__(self, settings: Settings, *, open_stream: bool = True) -> None:
         """Open the configured devices; raise DeviceError with one clear line if absent."""
+        self.chunk = settings.audio.chunk_size
+        self.rate = settings.audio.device_rate
+        self.block = self.chunk * self.rate // RATE  # device samples per loop frame
+        ring = RING_FRAMES * max(self.chunk, self.block)
+        self._mic, self._speaker = RingBuffer(ring), RingBuffer(ring)
+        self._mic_rs = Resampler(self.rate, RATE) if self.rate != RATE else None
+        self._out_rs = Resampler(RATE, self.rate) if self.rate != RATE else None
+        self._in_buf = np.zeros(self._mic_rs.max_out(self.block) if self._mic_rs else 0, np.int16)
+        self._play_buf = np.zeros(self.block, np.int16)
+        self._loop = asyncio.get_running_loop()
+        self._ready = asyncio.Event()
+        self._realtime_tried = False
+        self.dropped = 0  # microphone samples the loop did not take in time
+        self._stream: Any = None
+        if open_stream:
+            self._open(settings)
+
+    def _open(self, settings: Settings) -> None:
         try:
             import sounddevice as sd
         except OSError as err:  # PortAudio missing
             raise DeviceError(f"no audio system: {err}") from None
-        self._sd = sd
-        self.chunk = settings.audio.chunk_size
-        self._queue: asyncio.Queue[Int16Array] = asyncio.Queue(maxsize=100)
-        self._out = np.zeros(self.chunk, np.int16)
-        self._loop = asyncio.get_running_loop()
-        self._realtime_tried = False
         dev: Any = (settings.audio.input_device, settings.audio.output_device)
         try:
-            self._stream = sd.RawStream(
-                samplerate=RATE, blocksize=self.chunk, channels=1, dtype="int16",
-                device=dev, callback=self._callback,
-            )
+            self._stream = sd.RawStream(samplerate=self.rate, blocksize=self.block, channels=1, dtype="int16",
+                                        device=dev, callback=self._callback)
             self._stream.start()
         except Exception as err:
             raise DeviceError(f"no usable audio device ({err})") from None
 
     def _callback(self, indata: Any, outdata: Any, frames: int, _time: Any, _status: Any) -> None:
+        """The device's thread: microphone in, speaker out."""
         if not self._realtime_tried:
             self._realtime_tried = True
             realtime_priority()
-        mic = np.frombuffer(bytes(indata), dtype=np.int16).copy()
-        outdata[:] = self._out.tobytes()
-        self._loop.call_soon_threadsafe(self._put, mic)
-
-    def _put(self, mic: Int16Array) -> None:
-        if self._queue.full():
-            self._queue.get_nowait()
-            _LOGGER.warning("the loop fell behind the microphone; dropped a frame")
-        self._queue.put_nowait(mic)
+        mic = np.frombuffer(indata, dtype=np.int16)
+        if self._mic_rs is not None:
+            if self._in_buf.size < self._mic_rs.max_out(mic.size):
+                self._in_buf = np.zeros(self._mic_rs.max_out(mic.size), np.int16)
+            mic = self._in_buf[: self._mic_rs.process(mic, self._in_buf)]
+        written = self._mic.write(mic)
+        self.dropped += mic.size - written
+        out = np.frombuffer(outdata, dtype=np.int16)
+        got = self._speaker.read_into(out)
+        out[got:] = 0  # nothing to play (or the loop is late): silence
+        if self._mic.available() >= self.chunk:
+            self._loop.call_soon_threadsafe(self._ready.set)
 
     async def frames(self) -> AsyncIterator[Int16Array]:
-        """Microphone frames as they arrive."""
+        """Microphone frames of ``chunk`` samples at 16 kHz, as they arrive."""
         while True:
-            yield await self._queue.get()
+            while self._mic.available() < self.chunk:
+                self._ready.clear()
+                if self._mic.available() >= self.chunk:
+                    break
+                await self._ready.wait()
+            frame = np.empty(self.chunk, np.int16)  # the loop keeps it: a frame of its own
+            self._mic.read_into(frame)
+            yield frame
 
     def play(self, frame: Int16Array) -> None:
-        """The frame the speaker plays at the next callback."""
-        self._out = frame
+        """The loop's next speaker frame (16 kHz), played at the device's rate."""
+        if self._out_rs is not None:
+            if self._play_buf.size < self._out_rs.max_out(frame.size):
+                self._play_buf = np.zeros(self._out_rs.max_out(frame.size), np.int16)
+            frame = self._play_buf[: self._out_rs.process(np.ascontiguousarray(frame, np.int16), self._play_buf)]
+        self._speaker.write(np.ascontiguousarray(frame, np.int16))
 
     def close(self) -> None:
         """Stop the stream."""
-        self._stream.stop()
-        self._stream.close()
+        if self._stream is not None:
+            self._stream.stop()
+            self._stream.close()
+            self._stream = None

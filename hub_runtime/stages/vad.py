@@ -14,6 +14,7 @@ from typing import Final
 
 import numpy as np
 
+from ..audio.native import frame_rms
 from ..engines.base import SpeechScorer
 from ..frames import Frame, InputAudioFrame, SpeechStartedFrame, SpeechStoppedFrame
 from ..pipeline import Direction, Stage
@@ -27,7 +28,7 @@ PLAYBACK_FLOOR_RMS: Final = 60.0  # reference below this is silence
 
 
 def _rms(x: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if len(x) else 0.0
+    return float(frame_rms(np.ascontiguousarray(x, dtype=np.int16)))
 
 
 class EchoGate:
