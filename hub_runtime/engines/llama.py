@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import importlib.util
+import logging
 import multiprocessing as mp
 import threading
 import time
@@ -32,6 +33,8 @@ import jinja2
 import jinja2.sandbox
 
 from .base import EngineError, Message, Sampling, Stats, fit
+
+_LOGGER = logging.getLogger(__name__)
 
 START_TIMEOUT_S: Final = 120.0  # the child loads the model
 SMOLLM2_FILE: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -188,11 +191,18 @@ class ProcessEngine:
 
     def __init__(self, path: str | Path | None, *, context_size: int, threads: int) -> None:
         """Start the child and load the model (blocking: call from a worker thread)."""
+        self._args = (str(path) if path else None, context_size, threads)
+        self._lock = threading.Lock()  # one exchange at a time (several loops share the engine)
+        self.stats = Stats()
+        self.restarts = 0  # children started again after one died
+        self._spawn()
+
+    def _spawn(self) -> None:
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
         self._cancel = ctx.Event()
         self._proc = ctx.Process(target=_serve, name="duplex-hub-llm", daemon=True,
-                                 args=(child, str(path) if path else None, context_size, threads, self._cancel))
+                                 args=(child, *self._args, self._cancel))
         self._proc.start()
         child.close()
         if not self._conn.poll(START_TIMEOUT_S):
@@ -206,12 +216,20 @@ class ProcessEngine:
             self._proc.join(5)
             raise EngineError(reply[1])
         self.context_size, self.path = int(reply[1]), Path(reply[2])
-        self._lock = threading.Lock()  # one exchange at a time (several loops share the engine)
-        self.stats = Stats()
+
+    def _alive(self) -> None:
+        """A child that died (killed, out of memory) is started again before the next exchange."""
+        if self._proc.is_alive():
+            return
+        _LOGGER.warning("the LLM process died (exit code %s); starting it again", self._proc.exitcode)
+        self._conn.close()
+        self._spawn()
+        self.restarts += 1
 
     def count(self, messages: Sequence[Message]) -> int:
         """Tokens of the prompt (a round trip to the child)."""
         with self._lock:
+            self._alive()
             self._conn.send(("count", [(m.role, m.content) for m in messages]))
             reply = self._conn.recv()
         if reply[0] != "count":
@@ -230,8 +248,9 @@ class ProcessEngine:
 
         def work() -> None:
             with self._lock:
-                self._cancel.clear()
                 try:
+                    self._alive()
+                    self._cancel.clear()
                     self._conn.send(("gen", [(m.role, m.content) for m in messages], grammar,
                                      dataclasses.asdict(sampling), budget))
                     while True:
@@ -246,6 +265,8 @@ class ProcessEngine:
                             break
                 except (EOFError, OSError) as err:
                     put(EngineError(f"the LLM process is gone ({err})"))
+                except EngineError as err:  # it could not be started again
+                    put(err)
                 finally:
                     put(None)
 

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from hub_runtime.agent import Agent
 from hub_runtime.engines import Engines, load_llm
-from hub_runtime.engines.base import LlmEngine, Message, Sampling, Stats
+from hub_runtime.engines.base import EngineError, LlmEngine, Message, Sampling, Stats
 from hub_runtime.engines.llama import ProcessEngine
 from hub_runtime.engines.remote import RemoteEngine
 from hub_runtime.llm.context import Preferences, Scene
@@ -126,6 +126,31 @@ def test_cancel_stops_generation(tiny: ProcessEngine) -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert tiny.stats.cancelled and tiny.stats.generated_tokens < 1500
+
+    asyncio.run(go())
+
+
+def test_a_dead_llm_process_fails_one_turn_and_is_started_again(tiny: ProcessEngine) -> None:
+    """Killed (out of memory, a crash): that turn gets an EngineError, the next one a new child."""
+    msgs = [Message("system", "You are a test."), Message("user", "Say something.")]
+
+    async def tokens() -> int:
+        return len([piece async for piece in tiny.stream(msgs, grammar=None, sampling=Sampling(max_new_tokens=4))])
+
+    async def go() -> None:
+        assert await tokens() > 0
+        before = tiny.restarts
+        pid = tiny._proc.pid
+        tiny._proc.kill()
+        tiny._proc.join(5)
+        assert await tokens() > 0  # started again before the exchange
+        assert tiny.restarts == before + 1 and tiny._proc.pid != pid
+        # killed mid-stream: that turn fails with a clear error, the next works
+        stream = tiny.stream(msgs, grammar=LONG, sampling=Sampling(max_new_tokens=1500))
+        with pytest.raises(EngineError, match="LLM process"):
+            async for _ in stream:
+                tiny._proc.kill()
+        assert await tokens() > 0 and tiny.restarts == before + 2
 
     asyncio.run(go())
 
