@@ -63,6 +63,31 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(_settings(args), args)
 
 
+def _cmd_satellite(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import aiohttp
+
+    from .audio.format import AudioFormatError, read_wav, write_wav
+    from .satellite import satellite_url, stream_file, stream_live
+
+    url = satellite_url(args.hub, args.site, args.area)
+    try:
+        if args.input is None:
+            asyncio.run(stream_live(url, token=args.token))
+            return 0
+        try:
+            mic = read_wav(args.input)
+        except AudioFormatError as err:
+            raise CliError(str(err)) from None
+        played = asyncio.run(stream_file(url, mic, token=args.token, linger_s=args.linger))
+    except (aiohttp.ClientError, ConnectionError, OSError) as err:
+        raise CliError(f"the hub at {url} did not take the room: {err}") from None
+    if args.output:
+        write_wav(Path(args.output), played)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every sub-command."""
     parser = argparse.ArgumentParser(prog="hub-runtime", description=__doc__)
@@ -95,6 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--linger", type=float, default=0.0, metavar="S",
                      help="keep running S seconds after the input file ends")
     run.set_defaults(func=_cmd_run)
+
+    sat = sub.add_parser("satellite", help="be a room of a hub: this microphone to it, its voice back")
+    sat.add_argument("--hub", default="ws://127.0.0.1:8321", help="the hub's web server (default: %(default)s)")
+    sat.add_argument("--site", required=True, help="this room's site id, e.g. kitchen")
+    sat.add_argument("--area", help="the room's name in the home, e.g. Kitchen")
+    sat.add_argument("--token", help="the hub's http.token, if it has one")
+    sat.add_argument("--input", help="a WAV file as the microphone (sent at real speed)")
+    sat.add_argument("--output", help="WAV of what the hub played in the room")
+    sat.add_argument("--linger", type=float, default=3.0, metavar="S", help="silence sent after the input")
+    sat.set_defaults(func=_cmd_satellite)
 
     demo = sub.add_parser("demo", help="a scripted spoken conversation through the real loop")
     common(demo)

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from . import protocol as p
 from .frames import (
+    ArbitrationFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     EndOfTurnFrame,
@@ -70,6 +71,8 @@ CONVERTERS: dict[type[Frame], Callable[[Any], p.Event]] = {
     TimerFrame: lambda f: p.TimerEvent(action=f.action, id=f.timer_id, seconds_left=f.seconds_left, name=f.name,
                                        area=f.area),
     ErrorFrame: lambda f: p.ErrorEvent(message=f.message),
+    ArbitrationFrame: lambda f: p.Arbitration(winner=f.winner, answered=f.answered, candidates=tuple(
+        p.Candidate(site=site, level_db=level, text=text) for site, level, text in f.candidates)),
 }
 
 

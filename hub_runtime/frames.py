@@ -259,6 +259,15 @@ class InterruptionFrame(SystemFrame):
     done: asyncio.Event | None = field(default=None, compare=False, repr=False)
 
 
+@dataclass
+class ArbitrationFrame(DataFrame):
+    """Several rooms heard one utterance: the loudest answers (``winner``), the others stay silent."""
+
+    winner: str
+    candidates: list[tuple[str, float, str]]  # (site, level in dBFS, what it heard)
+    answered: bool  # this room answers
+
+
 # -- errors and life cycle -------------------------------------------------------------------
 @dataclass
 class ErrorFrame(SystemFrame):

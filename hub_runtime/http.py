@@ -7,6 +7,9 @@
     GET  /metrics      Prometheus text format (``metrics.py``)
     GET  /api/status   {"status", "health", "turns", "entities"} — what the dashboard draws
     POST /api/command  {"text": "..."} — handled as if spoken (the reply is spoken too); 202
+    GET  /satellite/{site}[?area=Kitchen]   websocket of a satellite room: binary messages
+                       are its microphone (16 kHz mono int16 LE, any length); each is
+                       answered with what the room's speaker plays meanwhile (same format)
 
 It binds to 127.0.0.1 by default. Bound elsewhere it needs ``http.token`` (settings refuse
 to start without one), sent as ``Authorization: Bearer <token>`` or, for the page, as
@@ -19,34 +22,44 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 from importlib import resources
 from typing import Any, Final
 
-from aiohttp import web
+import numpy as np
+from aiohttp import WSMsgType, web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .health import Health
 from .loop import DialogueLoop
 from .metrics import Metrics
+from .rooms import Rooms
 from .settings import HttpSettings
 
 _LOGGER = logging.getLogger(__name__)
 
 MAX_COMMAND_CHARS: Final = 500
+MAX_SATELLITE_MESSAGE: Final = 64 * 1024  # bytes of audio per message (2 s at 16 kHz)
 _LOOP: Final = web.AppKey("loop", DialogueLoop)
 _METRICS: Final = web.AppKey("metrics", Metrics)
 _HEALTH: Final = web.AppKey("health", Health)
+_ROOMS: Final = web.AppKey("rooms", Rooms)
+SITE_RE: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def _dashboard() -> str:
     return resources.files("hub_runtime").joinpath("data/dashboard.html").read_text(encoding="utf-8")
 
 
-def make_app(loop: DialogueLoop, metrics: Metrics, health: Health, *, token: str | None) -> web.Application:
+def make_app(loop: DialogueLoop, metrics: Metrics, health: Health, *, token: str | None,
+             rooms: Rooms | None = None) -> web.Application:
     """The application: routes, and the token check when a token is set."""
     middlewares = [_auth(token)] if token else []
     app = web.Application(middlewares=middlewares, client_max_size=16 * 1024)
     app[_LOOP], app[_METRICS], app[_HEALTH] = loop, metrics, health
+    if rooms is not None:
+        app[_ROOMS] = rooms
+        app.router.add_get("/satellite/{site}", _satellite)
     app.router.add_get("/", _index)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
@@ -104,13 +117,38 @@ async def _command(request: web.Request) -> web.Response:
     return web.json_response({"accepted": True}, status=202)
 
 
+async def _satellite(request: web.Request) -> web.StreamResponse:
+    site = request.match_info["site"]
+    main = request.app[_LOOP].settings.site_id
+    if not SITE_RE.match(site) or site == main:
+        return web.json_response({"error": f"site: letters, digits, _ and - (and not {main}, the hub's own)"},
+                                 status=400)
+    room = await request.app[_ROOMS].room(site, area=request.query.get("area") or None)
+    ws = web.WebSocketResponse(max_msg_size=MAX_SATELLITE_MESSAGE)
+    await ws.prepare(request)
+    _LOGGER.info("satellite %s connected", site)
+    async for message in ws:
+        if message.type == WSMsgType.BINARY:
+            if len(message.data) % 2:
+                _LOGGER.warning("satellite %s: an odd number of bytes is not int16 audio; dropped", site)
+                continue
+            speaker = room.feed(np.frombuffer(message.data, np.int16))
+            await ws.send_bytes(speaker.astype("<i2").tobytes())
+        elif message.type == WSMsgType.ERROR:
+            break
+    _LOGGER.info("satellite %s left", site)
+    return ws
+
+
 class HttpServer:
     """The server's lifetime: :meth:`start` binds, :meth:`stop` closes."""
 
-    def __init__(self, settings: HttpSettings, loop: DialogueLoop, metrics: Metrics, health: Health) -> None:
-        """Serve this loop's state with these metrics and health."""
+    def __init__(self, settings: HttpSettings, loop: DialogueLoop, metrics: Metrics, health: Health, *,
+                 rooms: Rooms | None = None) -> None:
+        """Serve this loop's state with these metrics and health (and satellites' ``rooms``)."""
         self.settings = settings
-        self._app = make_app(loop, metrics, health, token=settings.token)
+        self.rooms = rooms
+        self._app = make_app(loop, metrics, health, token=settings.token, rooms=rooms)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None  # the bound port (``http.port`` 0 picks a free one)
 

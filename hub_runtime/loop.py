@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from .agent import Agent
+from .arbitration import Arbiter
 from .audio.format import AudioChunk, Int16Array
 from .audio.synthetic import EchoRoom
 from .catalog import Catalog
@@ -66,8 +67,11 @@ class DialogueLoop:
     """The stages of one room's conversation, driven one audio frame per tick."""
 
     def __init__(self, settings: Settings, engines: Engines, agent: Agent, *, clock: Clock,
-                 events: EventSink) -> None:
-        """Build the stages for these settings; events go to ``events``."""
+                 events: EventSink, arbiter: Arbiter | None = None) -> None:
+        """Build the stages for these settings; events go to ``events``.
+
+        With an ``arbiter`` (several rooms), this room answers only the turns it heard loudest.
+        """
         self.settings = settings
         self.agent = agent
         self.clock = clock
@@ -91,13 +95,14 @@ class DialogueLoop:
                      stop_ms=a.vad_stop_ms, frame_ms=frame_ms),
             self.asr,
             TurnStage(settings.turn, self.tracker, frame_ms=frame_ms, session=session),
-            RouterStage(self.understanding),
+            RouterStage(self.understanding, arbiter=arbiter, site=settings.site_id),
             TtsStage(engines.synth),
             self.output,
         ]
-        self.pipeline = Pipeline(stages, clock=clock,
-                                 observers=[EventObserver(clock, events).on_frame, self.tracker.on_frame,
-                                            self._watch_announcement])
+        observers = [EventObserver(clock, events).on_frame, self.tracker.on_frame, self._watch_announcement]
+        if arbiter is not None:
+            observers.append(arbiter.register(settings.site_id).on_frame)
+        self.pipeline = Pipeline(stages, clock=clock, observers=observers)
         self.chunk = a.chunk_size
         self.on_tick: list[Callable[[], None]] = []  # called each tick (the health monitor)
         self.server: HttpServer | None = None  # the web server, when one serves this loop

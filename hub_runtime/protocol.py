@@ -760,6 +760,25 @@ class StateChanged(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Candidate(Message):
+    """A room that heard an utterance, and how loud (the mean level of its loudest speech frames)."""
+
+    site: str
+    level_db: float
+    text: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Arbitration(Event):
+    """Several rooms heard the same utterance: the loudest (``winner``) answers, the others stay silent."""
+
+    type: ClassVar[str] = "arbitration"
+    winner: str
+    answered: bool  # whether the room that sends this event answers
+    candidates: tuple[Candidate, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class TimerEvent(Event):
     """A timer changed: ``started``, ``updated``, ``paused``, ``resumed``, ``cancelled`` or ``finished``."""
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import numpy as np
 
 from .agent import Agent
+from .arbitration import Arbiter
 from .audio.devices import DeviceError
 from .audio.format import AudioFormatError, Int16Array, read_wav, write_wav
 from .audio.synthetic import EchoRoom, parse_echo
@@ -27,6 +28,7 @@ from .http import HttpServer
 from .loop import DialogueLoop
 from .metrics import Metrics
 from .pipeline import Clock
+from .rooms import Rooms
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -64,14 +66,15 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
     owned = engines is None
     shared = engines or await Engines.load(settings)
     home = agent if agent is not None else await asyncio.to_thread(Agent.from_settings, settings)
-    loop = DialogueLoop(settings, shared, home, clock=Clock(realtime=realtime), events=log)
+    arbiter = Arbiter() if http else None  # satellites may join: the hub's own room competes with them
+    loop = DialogueLoop(settings, shared, home, clock=Clock(realtime=realtime), events=log, arbiter=arbiter)
     bridge = None
     ops: Operations | None = None
     pins: Gpio | None = None
     try:
         await loop.start()
         if http:
-            ops = await Operations.start(settings, loop, log, shared)
+            ops = await Operations.start(settings, loop, log, shared, Rooms(settings, shared, home, arbiter=arbiter))
         if mqtt:
             from .mqtt.bridge import start_bridge
 
@@ -109,10 +112,12 @@ class Operations:
     metrics: Metrics
     health: Health
     server: HttpServer
+    rooms: Rooms  # satellites' rooms (``/satellite/{site}``)
 
     @classmethod
-    async def start(cls, settings: Settings, loop: DialogueLoop, log: EventLog, engines: Engines) -> Operations:
-        """Measure the loop from its events and ticks, watch its health, serve both."""
+    async def start(cls, settings: Settings, loop: DialogueLoop, log: EventLog, engines: Engines,
+                    rooms: Rooms) -> Operations:
+        """Measure the loop from its events and ticks, watch its health, serve both (and satellites' rooms)."""
         metrics = Metrics()
 
         def degraded() -> list[str]:  # a fallback in use (the hub works, worse)
@@ -126,11 +131,11 @@ class Operations:
         loop.understanding.overloaded = health.overloaded
         log.listeners += [metrics.on_event, health.on_event]
         loop.on_tick.append(health.ticked)
-        server = HttpServer(settings.http, loop, metrics, health)
+        server = HttpServer(settings.http, loop, metrics, health, rooms=rooms)
         await server.start()  # a taken port fails the start, loudly
         loop.server = server
         health.start()
-        return cls(metrics, health, server)
+        return cls(metrics, health, server, rooms)
 
     def watch_mqtt(self, bridge: MqttBridge) -> None:
         """Report the MQTT link's state as a metric."""
@@ -138,9 +143,10 @@ class Operations:
             lambda: 1.0 if bridge.link is not None and bridge.link.connected.is_set() else 0.0)
 
     async def stop(self) -> None:
-        """Stop the monitor, then the server."""
+        """Stop the monitor, the server, the satellites' rooms."""
         await self.health.stop()
         await self.server.stop()
+        await self.rooms.close()
 
 
 async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | None = None,

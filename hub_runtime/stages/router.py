@@ -7,14 +7,18 @@ the reply goes out sentence by sentence as SpeakFrames, so the first is spoken b
 LLM answer is complete, then the whole reply as a ResponseFrame. When the reply asks the
 user something, a session is opened upstream: the answer needs no wake word. An interruption cancels
 this stage's task, which stops generation. Text to say (SayFrame) is replied with as is.
+With several rooms, a spoken turn is first claimed from the arbiter (``arbitration.py``):
+a room that heard the same words less loudly than another stays silent.
 
 Consumes: TranscriptFrame, SayFrame, SpokenFrame (what was played, for the LLM's history).
-Emits: IntentFrame, SpeakFrame, ResponseFrame; SessionFrame (upstream).
+Emits: IntentFrame, SpeakFrame, ResponseFrame, ArbitrationFrame; SessionFrame (upstream).
 """
 
 from __future__ import annotations
 
+from ..arbitration import Arbiter
 from ..frames import (
+    ArbitrationFrame,
     Frame,
     IntentFrame,
     ResponseFrame,
@@ -31,10 +35,11 @@ from ..understanding import Recognized, Understanding
 class RouterStage(Stage):
     """Turns transcripts into intents and replies."""
 
-    def __init__(self, understanding: Understanding) -> None:
-        """Answer through this understanding service."""
+    def __init__(self, understanding: Understanding, *, arbiter: Arbiter | None = None, site: str = "") -> None:
+        """Answer through this understanding service; with an ``arbiter``, only turns this room wins."""
         super().__init__("router")
         self.understanding = understanding
+        self.arbiter, self.site = arbiter, site
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Handle transcripts and text to say; forward the rest."""
@@ -50,6 +55,15 @@ class RouterStage(Stage):
         await self.push(frame, direction)
 
     async def _turn(self, frame: TranscriptFrame) -> None:
+        if self.arbiter is not None and frame.tier != "typed":
+            claim = await self.arbiter.claim(self.site, frame.text)
+            if len(claim.group) > 1:
+                await self.push(ArbitrationFrame(
+                    winner=next(c.site for c in claim.group if c.won), answered=claim.won,
+                    candidates=[(c.site, round(c.level_db, 1), c.text) for c in claim.group]))
+            if not claim.won:  # a louder room heard the same words: it answers
+                await self.push(ResponseFrame(text="", source=None))
+                return
         said: list[str] = []
         source: str | None = None
         expects = False
