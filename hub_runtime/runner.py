@@ -66,7 +66,9 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
     owned = engines is None
     shared = engines or await Engines.load(settings)
     home = agent if agent is not None else await asyncio.to_thread(Agent.from_settings, settings)
-    arbiter = Arbiter() if http else None  # satellites may join: the hub's own room competes with them
+    # live, satellites may join (websocket, Hermes audio): the hub's own room competes with them
+    arbiter = Arbiter() if realtime and (http or mqtt) else None
+    rooms = Rooms(settings, shared, home, arbiter=arbiter) if arbiter is not None else None
     loop = DialogueLoop(settings, shared, home, clock=Clock(realtime=realtime), events=log, arbiter=arbiter)
     bridge = None
     ops: Operations | None = None
@@ -74,11 +76,11 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
     try:
         await loop.start()
         if http:
-            ops = await Operations.start(settings, loop, log, shared, Rooms(settings, shared, home, arbiter=arbiter))
+            ops = await Operations.start(settings, loop, log, shared, rooms)
         if mqtt:
             from .mqtt.bridge import start_bridge
 
-            bridge = await start_bridge(settings, loop)
+            bridge = await start_bridge(settings, loop, rooms)
             if bridge is not None:
                 log.listeners.append(bridge.on_event)
                 if ops is not None:
@@ -100,6 +102,8 @@ async def running_loop(settings: Settings, log: EventLog, *, realtime: bool, mqt
             await ops.stop()
         if bridge is not None:
             await bridge.stop()
+        if rooms is not None:
+            await rooms.close()
         await loop.stop()
         if owned:
             await shared.close()
@@ -112,11 +116,11 @@ class Operations:
     metrics: Metrics
     health: Health
     server: HttpServer
-    rooms: Rooms  # satellites' rooms (``/satellite/{site}``)
+    rooms: Rooms | None  # satellites' rooms (``/satellite/{site}``)
 
     @classmethod
     async def start(cls, settings: Settings, loop: DialogueLoop, log: EventLog, engines: Engines,
-                    rooms: Rooms) -> Operations:
+                    rooms: Rooms | None) -> Operations:
         """Measure the loop from its events and ticks, watch its health, serve both (and satellites' rooms)."""
         metrics = Metrics()
 
@@ -146,7 +150,6 @@ class Operations:
         """Stop the monitor, the server, the satellites' rooms."""
         await self.health.stop()
         await self.server.stop()
-        await self.rooms.close()
 
 
 async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | None = None,

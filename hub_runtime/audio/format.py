@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import wave
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -97,10 +98,10 @@ def to_mono_16k(pcm: npt.NDArray[np.generic], rate: int, channels: int, width: i
     return resample(data, rate, RATE)
 
 
-def read_wav(path: str | Path) -> Int16Array:
-    """Read a WAV file as 16 kHz mono int16, converting when needed."""
+def read_wav(path: str | Path | BinaryIO) -> Int16Array:
+    """Read a WAV file (or a file object) as 16 kHz mono int16, converting when needed."""
     try:
-        with wave.open(str(path), "rb") as w:
+        with wave.open(path if not isinstance(path, str | Path) else str(path), "rb") as w:
             rate, channels, width = w.getframerate(), w.getnchannels(), w.getsampwidth()
             raw = w.readframes(w.getnframes())
     except FileNotFoundError:
@@ -120,6 +121,22 @@ def read_wav(path: str | Path) -> Int16Array:
     if rate == RATE and channels == 1 and width == 2:
         return pcm.astype(np.int16)
     return to_mono_16k(pcm, rate, channels, width)
+
+
+def wav_samples(data: bytes) -> Int16Array:
+    """A WAV file in memory (an MQTT payload) as 16 kHz mono int16; AudioFormatError if it is none."""
+    return read_wav(io.BytesIO(data))
+
+
+def wav_bytes(samples: Int16Array, rate: int = RATE) -> bytes:
+    """Mono int16 samples as a WAV file in memory."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(np.asarray(samples, dtype=np.int16).tobytes())
+    return buf.getvalue()
 
 
 def write_wav(path: str | Path, samples: Int16Array, rate: int = RATE) -> None:

@@ -16,10 +16,13 @@ import datetime as dt
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .. import __version__
 from .. import protocol as p
+from ..audio.format import AudioFormatError, Int16Array, wav_bytes, wav_samples
 from ..catalog import Catalog, CatalogError
 from ..loop import DialogueLoop
 from ..settings import Settings
@@ -28,6 +31,9 @@ from . import hermes
 from .broker import EmbeddedBroker
 from .client import MqttLink
 from .outbox import Outbox, default_path
+
+if TYPE_CHECKING:
+    from ..rooms import Rooms
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -80,9 +86,10 @@ class Rejections:
 class MqttBridge:
     """Publishes one loop's intents and events; applies commands from other devices."""
 
-    def __init__(self, settings: Settings, loop: DialogueLoop) -> None:
-        """Bridge this loop."""
+    def __init__(self, settings: Settings, loop: DialogueLoop, rooms: Rooms | None = None) -> None:
+        """Bridge this loop (and the satellites' ``rooms``: Hermes audio frames)."""
         self.settings = settings
+        self.rooms = rooms
         self.mqtt = settings.mqtt
         self.loop = loop
         self.topics = p.Topics.for_hub(self.mqtt.hub_id)
@@ -93,6 +100,8 @@ class MqttBridge:
         self.outbox: Outbox | None = None
         self._commands: asyncio.Queue[tuple[str, Inbound]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
+        self._audio_tasks: set[asyncio.Task[None]] = set()
+        self._joining: dict[str, list[Int16Array]] = {}  # frames of rooms being made
         self._catalog_task: asyncio.Task[None] | None = None
         self._next_catalog: Catalog | None = None
         self._speech_start_ms: int | None = None
@@ -113,6 +122,8 @@ class MqttBridge:
         subs = [self.topics(c) for c in p.COMMANDS] + [p.BROADCAST_TOPIC]
         if m.hermes:
             subs += list(hermes.INBOUND)
+            if self.rooms is not None:
+                subs.append(hermes.AUDIO_FRAMES)
         if self.settings.llm.frigate_topic:
             subs.append(self.settings.llm.frigate_topic)
         self.link = MqttLink(m, host=host, port=m.port, outbox=self.outbox, subscriptions=subs,
@@ -128,7 +139,7 @@ class MqttBridge:
 
     async def stop(self) -> None:
         """Say ``offline``, disconnect, stop the broker."""
-        tasks = [t for t in (self._worker, self._catalog_task) if t is not None]
+        tasks = [t for t in (self._worker, self._catalog_task, *self._audio_tasks) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -175,7 +186,7 @@ class MqttBridge:
         if not isinstance(event, OWN_TOPICS):
             self._publish(self.topics.event(event.type), event.to_dict() | {"site": self.site})
 
-    def _publish(self, topic: str, data: p.Message | dict[str, Any] | str, *, qos: int = 0,
+    def _publish(self, topic: str, data: p.Message | dict[str, Any] | str | bytes, *, qos: int = 0,
                  retain: bool = False) -> None:
         if self.link is not None:
             self.link.publish(topic, _payload(data), qos=qos, retain=retain)
@@ -218,6 +229,10 @@ class MqttBridge:
             if broadcast.hub_id != self.mqtt.hub_id:
                 self.loop.say(broadcast.message)
             return
+        if (site := hermes.audio_frame_site(topic)) is not None:
+            if self.rooms is not None and site != self.site:
+                self._audio_frame(topic, site, payload)
+            return
         if topic == self.settings.llm.frigate_topic:
             try:
                 self.loop.camera_event(payload)
@@ -248,6 +263,36 @@ class MqttBridge:
                 self._catalog_task = asyncio.create_task(self._apply_catalogs(), name="mqtt.catalog")
         else:
             self._commands.put_nowait((topic, command))
+
+    def _audio_frame(self, topic: str, site: str, payload: bytes) -> None:
+        """A satellite's microphone (a WAV chunk): the room hears it; what its speaker plays goes back."""
+        assert self.rooms is not None
+        try:
+            samples = wav_samples(payload)
+        except AudioFormatError as err:
+            self._reject(topic, str(err))
+            return
+        room = self.rooms.rooms.get(site)
+        if room is not None:  # in order, as the frames came
+            self._play(site, room.feed(samples))
+            return
+        waiting = self._joining.setdefault(site, [])
+        waiting.append(samples)
+        if len(waiting) == 1:  # the first frame of a new room: make its loop, then feed what came meanwhile
+            task = asyncio.create_task(self._join(site), name=f"mqtt.room.{site}")
+            self._audio_tasks.add(task)
+            task.add_done_callback(self._audio_tasks.discard)
+
+    async def _join(self, site: str) -> None:
+        assert self.rooms is not None
+        room = await self.rooms.room(site)
+        for samples in self._joining.pop(site, []):
+            self._play(site, room.feed(samples))
+
+    def _play(self, site: str, speaker: Int16Array) -> None:
+        """What a satellite's speaker plays (nothing while the room is silent)."""
+        if speaker.size and np.any(speaker):
+            self._publish(hermes.play_bytes_topic(site, uuid.uuid4().hex), wav_bytes(speaker))
 
     def _reject(self, topic: str, why: str) -> None:
         self.rejections.add(topic)
@@ -339,7 +384,9 @@ class MqttBridge:
                 t_ms=self.loop.clock.now_ms()))
 
 
-def _payload(data: p.Message | dict[str, Any] | str) -> bytes:
+def _payload(data: p.Message | dict[str, Any] | str | bytes) -> bytes:
+    if isinstance(data, bytes):
+        return data
     if isinstance(data, p.Message):
         return data.to_json().encode()
     if isinstance(data, str):
@@ -347,11 +394,11 @@ def _payload(data: p.Message | dict[str, Any] | str) -> bytes:
     return p.dumps(data)
 
 
-async def start_bridge(settings: Settings, loop: DialogueLoop) -> MqttBridge | None:
+async def start_bridge(settings: Settings, loop: DialogueLoop, rooms: Rooms | None = None) -> MqttBridge | None:
     """Start a bridge when MQTT is enabled; None when disabled."""
     if not settings.mqtt.enabled:
         return None
-    bridge = MqttBridge(settings, loop)
+    bridge = MqttBridge(settings, loop, rooms)
     try:
         await bridge.start()
     except Exception:

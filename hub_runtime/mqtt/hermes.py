@@ -6,6 +6,7 @@ hub stays full duplex: it never turns listening off while it speaks, as Rhasspy 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,6 +20,21 @@ INBOUND: Final = (TTS_SAY, END_SESSION, CONTINUE_SESSION, NLU_QUERY)
 SESSION_STARTED: Final = "hermes/dialogueManager/sessionStarted"
 SESSION_ENDED: Final = "hermes/dialogueManager/sessionEnded"
 NOT_RECOGNIZED: Final = "hermes/nlu/intentNotRecognized"
+
+
+AUDIO_FRAMES: Final = "hermes/audioServer/+/audioFrame"  # satellites' microphones (WAV chunks)
+_AUDIO_FRAME_RE: Final = re.compile(r"^hermes/audioServer/([A-Za-z0-9_-]{1,64})/audioFrame$")
+
+
+def audio_frame_site(topic: str) -> str | None:
+    """The site of a ``hermes/audioServer/<siteId>/audioFrame`` topic, else None."""
+    match = _AUDIO_FRAME_RE.match(topic)
+    return match.group(1) if match else None
+
+
+def play_bytes_topic(site: str, request_id: str) -> str:
+    """Where a site's speaker audio goes (a WAV)."""
+    return f"hermes/audioServer/{site}/playBytes/{request_id}"
 
 
 def intent_topic(name: str) -> str:

@@ -405,16 +405,16 @@ def test_a_hub_whose_voice_fails_still_answers_and_says_it_is_degraded(engines: 
             async with http.post(f"{url}/api/command", json={"text": "what time is it"}) as r:
                 assert r.status == 202
 
-            async def answered() -> bool:
-                async with http.get(f"{url}/healthz") as r:
-                    report = await r.json()
-                return r.status == 200 and bool(report["degraded"])
+            async def spoke() -> bool:  # the reply's first audio, in the fallback voice
+                async with http.get(f"{url}/api/status") as r:
+                    turns = (await r.json())["turns"]
+                return bool(turns) and "first_audio" in turns[0]["latency_ms"]
 
-            await wait_for(answered)
+            await wait_for(spoke)
+            async with http.get(f"{url}/healthz") as r:
+                report = await r.json()
+            assert r.status == 200 and report["degraded"] == ["voice failed: onnxruntime: bad model"]
             async with http.get(f"{url}/metrics") as r:
                 assert 'duplex_hub_degraded{component="voice"} 1.0' in await r.text()
-            async with http.get(f"{url}/api/status") as r:
-                turns = (await r.json())["turns"]
-            assert turns and "first_audio" in turns[0]["latency_ms"]  # it spoke, in the fallback voice
 
     asyncio.run(go())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +154,46 @@ def test_a_satellite_with_a_bad_site_or_no_hub_is_told_why(engines: Engines, set
     wav = tmp_path / "in.wav"
     write_wav(wav, np.zeros(RATE // 10, np.int16))
     assert main(["satellite", "--hub", "ws://127.0.0.1:9", "--site", "kitchen", "--input", str(wav)]) == 2
+
+
+def test_a_hermes_satellite_streams_wav_chunks_over_mqtt(engines: Engines, settings: Settings, tmp_path: Path,
+                                                        voice: Callable[..., Int16Array]) -> None:
+    """Rhasspy's audio server: ``audioFrame`` WAV chunks in, ``playBytes`` WAVs of the reply out."""
+    import time
+
+    from hub_runtime.audio.format import wav_bytes, wav_samples
+    from hub_runtime.events import EventLog
+    from hub_runtime.runner import running_loop
+
+    from .mqtt_helpers import Mosquitto, Watcher, mqtt_settings
+
+    broker = Mosquitto(tmp_path)
+    broker.start()
+    s = mqtt_settings(replace(settings, llm=replace(settings.llm, enabled=False)), tmp_path, port=broker.port,
+                      embedded=False)
+    mic = np.concatenate([np.zeros(RATE // 2, np.int16), voice("open the garage door"), np.zeros(3 * RATE, np.int16)])
+
+    async def go() -> tuple[str, list[Int16Array]]:
+        agent = Agent.from_settings(s)
+        async with running_loop(s, EventLog(keep=False), realtime=True, mqtt=True, engines=engines, agent=agent):
+            w = await asyncio.to_thread(Watcher, broker.port, ["hermes/audioServer/garage/playBytes/#"])
+            try:
+                w.publish("hermes/audioServer/garage/audioFrame", b"not a wav")  # dropped, logged
+                t0 = time.perf_counter()
+                for i, start in enumerate(range(0, len(mic), 512)):  # Rhasspy's 512-sample chunks
+                    w.publish("hermes/audioServer/garage/audioFrame", wav_bytes(mic[start:start + 512]))
+                    await asyncio.sleep(max(0.0, t0 + (i + 1) * 512 / RATE - time.perf_counter()))
+                await w.wait_for(lambda m: m.topic.startswith("hermes/audioServer/garage/playBytes/"))
+                played = [wav_samples(m.payload) for m in w.seen]
+            finally:
+                await asyncio.to_thread(w.close)
+        door = agent.model.catalog.get("cover.garage_door")
+        assert door is not None
+        return door.state, played
+
+    try:
+        state, played = asyncio.run(go())
+    finally:
+        broker.stop()
+    assert state == "open"
+    assert played and max(int(np.abs(p).max()) for p in played) > 1000

@@ -1,0 +1,104 @@
+"""Full duplex in an echoing room: the hub must never interrupt itself, and real barge-ins must behave.
+
+Each run: the hub reads a long answer; the room sends its voice back into the microphone
+(``--echo DELAY_MS:GAIN``, delay 20-120 ms, gain 0.2-0.8, drawn per run); 2.5 s in, the
+user says nothing, a backchannel ("okay", "mm hmm"), "stop", or a command, in one of
+several voices. Fast file mode (the loop's clock is the input's), seeded, so a run is
+reproducible.
+
+- false barge-in: the hub paused for its own echo (a ``barge_in`` in a run where the user
+  said nothing, or before the user spoke);
+- backchannel right: paused and resumed, never cancelled;
+- "stop" right: the answer cancelled and nothing else said;
+- command right: the answer cancelled and the command's intent recognised.
+Usage: .venv/bin/python bench/echo.py [RUNS]   (default 120)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+from collections import Counter
+
+import numpy as np
+
+from hub_runtime.agent import Agent
+from hub_runtime.audio.synthetic import scene, speak, speech_bounds_ms
+from hub_runtime.engines import Engines
+from hub_runtime.runner import run_file
+from hub_runtime.settings import LlmSettings, Settings
+
+LONG = ("Here is the weather for the whole week. Monday will be sunny and warm. Tuesday brings clouds "
+        "in the morning and light rain in the afternoon. Wednesday stays dry.")
+VOICES = ["piper", "en-us", "en-gb", "en-us+f3", "en-us+m3"]
+BACKCHANNELS = ["okay", "mm hmm", "yeah", "right", "uh huh"]
+STOPS = ["stop", "stop talking", "be quiet", "cancel"]
+COMMANDS = [("turn on the kitchen light", "HassTurnOn"), ("what time is it", "HassGetCurrentTime"),
+            ("open the garage door", "HassTurnOn"), ("turn off the office fan", "HassTurnOff")]
+KINDS = ["silent", "backchannel", "stop", "command"]
+AT_MS = 2500
+
+
+async def main(runs: int) -> None:
+    settings = Settings(llm=LlmSettings(enabled=False))
+    engines = await Engines.load(settings, llm=False)
+    rng = random.Random(11)
+    right: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    false_barge, pauses = 0, []
+    for i in range(runs):
+        kind = KINDS[i % len(KINDS)]
+        delay, gain = rng.choice([20, 40, 60, 80, 100, 120]), rng.choice([0.2, 0.4, 0.6, 0.8])
+        voice = rng.choice(VOICES)
+        expect = None
+        if kind == "silent":
+            mic = np.zeros(14 * 16000, np.int16)
+            onset = None
+        else:
+            if kind == "backchannel":
+                text = rng.choice(BACKCHANNELS)
+            elif kind == "stop":
+                text = rng.choice(STOPS)
+            else:
+                text, expect = rng.choice(COMMANDS)
+            utt = speak(text, voice)
+            mic = scene([(AT_MS, utt)], 14000)
+            onset = AT_MS + speech_bounds_ms(utt)[0]
+        res = await run_file(settings, mic, engines=engines, agent=Agent.from_settings(settings),
+                             echo=(delay, gain), say_at=[(0, LONG)])
+        ev = res.events
+        barges = [e for e in ev if e["type"] == "barge_in"]
+        early = [e for e in barges if onset is None or e["t_ms"] < onset - 100]
+        false_barge += bool(early)
+        kinds = [e["type"] for e in ev]
+        if kind == "silent":
+            ok = not barges and "tts_cancelled" not in kinds
+        elif kind == "backchannel":
+            ok = bool(barges) and "tts_resumed" in kinds and "tts_cancelled" not in kinds
+        elif kind == "stop":
+            said_after = [e for e in ev if e["type"] == "tts_start" and onset is not None and e["t_ms"] > onset]
+            ok = "tts_cancelled" in kinds and not said_after
+        else:
+            intents = [e["name"] for e in ev if e["type"] == "intent"]
+            ok = "tts_cancelled" in kinds and expect in intents
+        if barges and onset is not None and not early:
+            pauses.append(barges[0]["t_ms"] - onset)
+        total[kind] += 1
+        right[kind] += ok
+        if not ok:
+            heard = [e.get("text") for e in ev if e["type"] == "transcript"]
+            print(f"  wrong: {kind} ({voice}, echo {delay} ms x{gain}): {kinds.count('barge_in')} barge-ins, "
+                  f"{'cancelled' if 'tts_cancelled' in kinds else 'resumed' if 'tts_resumed' in kinds else '-'}"
+                  f", heard {heard}")
+    print(f"{runs} runs, echo delay 20-120 ms, gain 0.2-0.8")
+    print(f"false barge-ins (the hub paused for its own voice): {false_barge}/{runs}")
+    for kind in KINDS:
+        print(f"  {kind:<12} right {right[kind]}/{total[kind]}")
+    if pauses:
+        print(f"user onset -> playback paused: p50 {np.percentile(pauses, 50):.0f} ms, "
+              f"p95 {np.percentile(pauses, 95):.0f} ms ({len(pauses)} runs)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 120))
