@@ -34,7 +34,7 @@ LONG = ("Here is the weather for the whole week. Monday will be sunny and warm. 
 VOICES = ["piper", "en-us", "en-gb", "en-us+f3", "en-us+m3"]
 BACKCHANNELS = ["okay", "mm hmm", "yeah", "right", "uh huh"]
 STOPS = ["stop", "stop talking", "be quiet", "cancel"]
-COMMANDS = [("turn on the kitchen light", "HassTurnOn"), ("what time is it", "HassGetCurrentTime"),
+COMMANDS = [("turn on the kitchen light", "HassTurnOn"), ("close the bedroom blinds", "HassTurnOff"),
             ("open the garage door", "HassTurnOn"), ("turn off the office fan", "HassTurnOff")]
 KINDS = ["silent", "backchannel", "stop", "command"]
 AT_MS = 2500

@@ -113,6 +113,8 @@ class EndOfTurnFrame(SystemFrame):
 
     discard: bool = False
     silence_ms: int = 0
+    undecided: bool = False  # short speech over the hub that the grammar did not make out: playback
+    #                          stays paused and the transcript decides (stop, go on, or a new turn)
 
 
 @dataclass
@@ -131,6 +133,7 @@ class TranscriptFrame(DataFrame):
     grammar_text: str | None = None
     grammar_confidence: float | None = None
     overlapped: bool = False  # said over the hub's own voice (a barge-in)
+    paused: bool = False  # the hub's reply is paused until these words decide (``undecided`` turn)
 
 
 # -- understanding and replies -------------------------------------------------------------

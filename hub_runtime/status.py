@@ -56,7 +56,7 @@ class DialogueTracker:
             self._unplayed += 1  # each becomes one utterance, which ends with BotStoppedSpeaking
         elif isinstance(frame, SpeechStartedFrame):
             self._quiet_becomes(LISTENING)
-        elif isinstance(frame, TranscriptFrame):
+        elif isinstance(frame, TranscriptFrame) and not frame.paused:  # (paused: the router decides first)
             self.asking = False
             if frame.text:
                 self._making = True

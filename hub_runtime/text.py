@@ -37,6 +37,10 @@ BACKCHANNELS: Final = frozenset({
 })
 
 
+_HUMS: Final = re.compile(r"^(?:[mh]*m[mh]*|u+h+|uh+ ?huh|mm+ ?hmm+)$")  # "mmm", "hmm", "mhm", "uh huh"
+
+
 def is_backchannel(text: str) -> bool:
     """A listener's "mm hmm": it tells the hub to go on, not to stop (unless the hub asked something)."""
-    return " ".join(text.lower().replace(",", " ").split()) in BACKCHANNELS
+    said = " ".join(re.findall(r"[a-z']+", text.lower()))
+    return said in BACKCHANNELS or bool(said and all(_HUMS.match(w) for w in said.split()))

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 NO_INTENT_RESPONSE: Final = "Sorry, I couldn't understand that"
 NOT_HEARD: Final = "Sorry, I didn't catch that."
 CANNOT: Final = "Sorry, I can't do that yet."
+STOP_TAIL_S: Final = 3.0  # words after a "stop" that match nothing within this are its tail: no reply
 BUSY: Final = "I'm busy, one moment."  # the LLM is not started while the machine is overloaded
 WHICH_ROOM: Final = "Which room?"
 DECLINED: Final = "Okay, I won't."
@@ -151,6 +152,11 @@ class Pending:
     timers: list[Timer] = field(default_factory=list)
 
 
+def is_stop(text: str) -> bool:
+    """Words that only ask the hub to be quiet ("stop", "be quiet", "never mind")."""
+    return " ".join(_words(text)) in STOP_PHRASES
+
+
 def _words(text: str) -> list[str]:
     return _WORD_RE.findall(text.lower().replace("’", "'"))
 
@@ -186,6 +192,7 @@ class Understanding:
         self.timers = timers
         self.overloaded: Callable[[], str | None] = lambda: None  # why the LLM must wait (health.py)
         self.clock = clock or dt.datetime.now
+        self._stopped: dict[str, dt.datetime] = {}  # when the user last told the hub to stop
         self.small_talk = SmallTalk()
         self._pending: dict[str, Pending] = {}
 
@@ -229,10 +236,13 @@ class Understanding:
         if not any(c.isalnum() for c in text):
             yield Said(NOT_HEARD, None)
             return
-        if overlapped and (" ".join(_words(text)) in STOP_PHRASES or is_backchannel(text)):
+        if overlapped and (is_stop(text) or is_backchannel(text)):
             self._pending.pop(conversation, None)
+            if is_stop(text):
+                self._stopped[conversation] = self.clock()
             yield Said("", None)
             return
+        stopped = self._stopped.pop(conversation, None)
         pending = self._pending.pop(conversation, None)
         if pending is not None:
             answered = False
@@ -245,6 +255,9 @@ class Understanding:
         if intent is not None:
             async for piece in self._intent(intent, "grammar", delegate, conversation):
                 yield piece
+            return
+        if stopped is not None and (self.clock() - stopped).total_seconds() < STOP_TAIL_S:
+            yield Said("", None)  # the rest of "stop ... talking": the user wants quiet, not an apology
             return
         if self.llm is None:
             yield Said(NO_INTENT_RESPONSE, None)

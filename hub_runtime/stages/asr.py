@@ -270,12 +270,12 @@ class AsrStage(Stage):
         if eot.discard:
             return
         prompt, self._question = self.prompt, ""  # a question is answered once
-        self.spawn(self._finish(hyp, audio, speculation, prompt, overlapped=overlapped), "finish",
-                   interruptible=False)
+        self.spawn(self._finish(hyp, audio, speculation, prompt, overlapped=overlapped, paused=eot.undecided),
+                   "finish", interruptible=False)
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray, speculation: _Speculation | None,
-                      prompt: str, *, overlapped: bool = False) -> None:
-        say = functools.partial(self._transcript, overlapped=overlapped)
+                      prompt: str, *, overlapped: bool = False, paused: bool = False) -> None:
+        say = functools.partial(self._transcript, overlapped=overlapped, paused=paused)
         grammar = self.agent.model.grammar
         complete = grammar.is_complete(list(hyp.words))
         if self.whisper is None:  # the grammar tier alone (configured so): only its confident words
@@ -369,11 +369,13 @@ class AsrStage(Stage):
         return self.phonetics.distance(grammar_words, heard) <= PHONETIC_AGREEMENT
 
     async def _transcript(self, text: str, tier: str, confidence: float, open_text: str = "",
-                          grammar: GrammarHypothesis | None = None, *, overlapped: bool = False) -> None:
+                          grammar: GrammarHypothesis | None = None, *, overlapped: bool = False,
+                          paused: bool = False) -> None:
         await self.push(TranscriptFrame(
             text=text, tier=tier, confidence=confidence, open_text=open_text or text,
             grammar_text=grammar.text if grammar is not None else None,
-            grammar_confidence=grammar.confidence if grammar is not None else None, overlapped=overlapped))
+            grammar_confidence=grammar.confidence if grammar is not None else None, overlapped=overlapped,
+            paused=paused))
 
 
 def _polarity_unclear(heard: list[str]) -> bool:

@@ -16,12 +16,18 @@ Emits: IntentFrame, SpeakFrame, ResponseFrame, ArbitrationFrame; SessionFrame (u
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from typing import Final
+
 from ..arbitration import Arbiter
 from ..frames import (
     ArbitrationFrame,
     Frame,
     IntentFrame,
+    InterruptionFrame,
     ResponseFrame,
+    ResumeFrame,
     SayFrame,
     SessionFrame,
     SpeakFrame,
@@ -29,7 +35,10 @@ from ..frames import (
     TranscriptFrame,
 )
 from ..pipeline import Direction, Stage
-from ..understanding import Recognized, Understanding
+from ..text import is_backchannel, is_question
+from ..understanding import Recognized, Understanding, is_stop
+
+INTERRUPT_PASS_S: Final = 2.0  # a stop the router decides passes the stages after it within this
 
 
 class RouterStage(Stage):
@@ -44,6 +53,8 @@ class RouterStage(Stage):
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Handle transcripts and text to say; forward the rest."""
         if isinstance(frame, TranscriptFrame):
+            if frame.paused and not await self._stops_the_hub(frame):
+                return
             if frame.text:
                 await self._turn(frame)
             return
@@ -53,6 +64,26 @@ class RouterStage(Stage):
         if isinstance(frame, SpokenFrame):
             self.understanding.heard(frame.text)
         await self.push(frame, direction)
+
+    async def _stops_the_hub(self, frame: TranscriptFrame) -> bool:
+        """Short words over the hub's paused reply: go on (a backchannel, a few unclear words), or stop.
+
+        It stops for "stop" and its like, a command, or a question; then the words are a turn.
+        """
+        text = frame.text.strip()
+        words = text.lower().split()
+        matters = text and not is_backchannel(text) and (
+            is_stop(text) or len(words) >= 3 or is_question(words, text)
+            or self.understanding.agent.recognize(text) is not None)
+        if not matters:
+            await self.push(ResumeFrame())
+            return False
+        passed = asyncio.Event()  # the reply downstream is gone before the new turn's frames follow
+        await self.push(InterruptionFrame(done=passed))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(INTERRUPT_PASS_S):
+                await passed.wait()
+        return True
 
     async def _turn(self, frame: TranscriptFrame) -> None:
         if self.arbiter is not None and frame.tier != "typed":

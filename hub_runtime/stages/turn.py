@@ -9,8 +9,10 @@ Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playba
 at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech
 has lasted ``backchannel_ms`` — or it ends as a complete command — the hub stops
 for good (InterruptionFrame, which the pipeline base turns into cancellation
-everywhere downstream). Shorter speech that is no command ("mm-hmm", a cough)
-resumes playback (ResumeFrame) and is discarded.
+everywhere downstream). A shorter blip, or a backchannel the grammar made out
+("okay"), resumes playback (ResumeFrame) and is discarded. Short words the grammar did
+not make out over the hub's own voice end the turn ``undecided``: playback stays paused
+and the transcript decides in the router ("stop": cancelled; "mm hmm": resumed).
 
 Sessions (wake-word mode): this stage owns them. The wake word or a SessionFrame opens
 one; the hub's reply keeps it open ``session_timeout_ms`` after the reply ends; a turn
@@ -26,6 +28,7 @@ InterruptionFrame (downstream); forwards everything.
 from __future__ import annotations
 
 import logging
+from typing import Final
 
 from ..frames import (
     BargeInFrame,
@@ -46,6 +49,8 @@ from ..status import DialogueTracker
 from ..text import is_backchannel
 
 _LOGGER = logging.getLogger(__name__)
+
+MIN_WORDS_MS: Final = 150  # shorter voiced speech over the hub is a blip (a cough, a click)
 
 
 class Session:
@@ -167,13 +172,16 @@ class TurnStage(Stage):
 
     async def _end_turn(self) -> None:
         discard = not self.session.active(self.now_ms())
+        undecided = False
         if self._barge:
             self._barge = False
             if self._complete and not (is_backchannel(self._words) and not self.tracker.asking):
                 await self.push(InterruptionFrame())  # a short command: "stop", "never mind"
-            else:
-                discard = True  # backchannel or noise
+            elif self._complete or discard or self._voiced_ms < MIN_WORDS_MS:
+                discard = True  # a backchannel the grammar made out, or a blip
                 await self.push(ResumeFrame())
+            else:  # words the grammar did not make out over the hub's voice ("stop" in an echo):
+                undecided = True  # playback stays paused; the transcript decides (router)
         self._open = False
-        await self.push(EndOfTurnFrame(discard=discard, silence_ms=self._silence_ms),
+        await self.push(EndOfTurnFrame(discard=discard, silence_ms=self._silence_ms, undecided=undecided),
                         Direction.UPSTREAM)

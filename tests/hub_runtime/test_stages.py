@@ -167,6 +167,16 @@ def test_a_short_command_over_the_hub_interrupts() -> None:
     assert out.of(InterruptionFrame) and not out.of(EndOfTurnFrame, up=True)[0].discard
 
 
+def test_unclear_short_words_over_the_hub_keep_it_paused_for_the_transcript() -> None:
+    """ "stop" in an echo that the grammar did not make out: neither resumed nor cancelled yet."""
+    frames = [SpeechStartedFrame(onset_ms=0), *_speech(0, 6), PartialTranscriptFrame("", False),
+              *_speech(180, 23, speech=False)]
+    out = run(_turn(replying=True), frames)
+    end = out.of(EndOfTurnFrame, up=True)[0]
+    assert out.of(BargeInFrame) and not out.of(ResumeFrame) and not out.of(InterruptionFrame)
+    assert end.undecided and not end.discard
+
+
 def test_outside_a_session_turns_are_discarded_until_one_is_opened() -> None:
     turn = [SpeechStartedFrame(onset_ms=0), *_speech(0, 5), PartialTranscriptFrame("turn on the light", True),
             *_speech(150, 4, speech=False)]
@@ -197,6 +207,22 @@ def test_router_without_a_match_apologises_and_says_text_as_is(understanding: Un
                                            TranscriptFrame("", "open", 0), SayFrame("Dinner is ready.")])
     assert out.kinds() == ["SpeakFrame", "ResponseFrame", "SpeakFrame"]
     assert out.of(ResponseFrame)[0].source is None and out.of(SpeakFrame)[1].text == "Dinner is ready."
+
+
+@pytest.mark.parametrize(("heard", "kinds"), [
+    ("Stop.", ["InterruptionFrame", "ResponseFrame"]),
+    ("Be quiet.", ["InterruptionFrame", "ResponseFrame"]),
+    ("MMM", ["ResumeFrame"]),
+    ("Okay.", ["ResumeFrame"]),
+    ("The F.", ["ResumeFrame"]),
+    ("", ["ResumeFrame"]),
+    ("turn on the kitchen light", ["InterruptionFrame", "IntentFrame", "SpeakFrame", "ResponseFrame"]),
+    ("wait, what time is it?", ["InterruptionFrame", "SpeakFrame", "ResponseFrame"]),
+])
+def test_router_decides_a_paused_reply_on_the_words(understanding: Understanding, heard: str,
+                                                    kinds: list[str]) -> None:
+    frame = TranscriptFrame(heard, "open", 0.5, overlapped=True, paused=True)
+    assert run(RouterStage(understanding), [frame]).kinds() == kinds
 
 
 def test_router_passes_what_was_played_upstream(understanding: Understanding) -> None:
@@ -485,7 +511,7 @@ def test_the_second_tier_decides_what_was_said(grammar: str, whisper: str, decid
     said: list[tuple[str, str]] = []
 
     async def transcript(text: str, tier: str, confidence: float, open_text: str = "",
-                         grammar: Any = None, *, overlapped: bool = False) -> None:
+                         grammar: Any = None, *, overlapped: bool = False, paused: bool = False) -> None:
         said.append((tier, text))
 
     stage._transcript = transcript  # type: ignore[method-assign]

@@ -18,7 +18,7 @@ from hub_runtime.llm.dialogue import LlmDialogue
 from hub_runtime.nlu import CUSTOM_SENTENCE_KEY
 from hub_runtime.settings import Settings
 from hub_runtime.timers import Timers
-from hub_runtime.understanding import CANNOT, DECLINED, NOT_HEARD, WHICH_ROOM, Reply, Understanding
+from hub_runtime.understanding import CANNOT, DECLINED, NOT_HEARD, WHICH_ROOM, Reply, Said, Understanding
 
 
 class Clock:
@@ -308,3 +308,18 @@ def test_sampled_template_sentences_get_home_assistants_intent() -> None:
         checked += 1
     assert checked > 80
     json.dumps(checked)
+
+
+def test_the_tail_of_a_stop_gets_no_apology() -> None:
+    """ "stop ... talking" split in two turns: the second matches nothing and is not answered."""
+    u = understanding()
+
+    def said(text: str, overlapped: bool = False) -> str:
+        async def go() -> str:
+            return " ".join([p.text async for p in u.turn(text, overlapped=overlapped) if isinstance(p, Said)])
+        return asyncio.run(go())
+
+    assert said("stop", overlapped=True) == ""
+    assert said("talking") == ""
+    assert said("talking") != ""  # only right after the stop
+    assert said("stop", overlapped=True) == "" and "Turned on" in said("turn on the kitchen light")
