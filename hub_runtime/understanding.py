@@ -256,8 +256,9 @@ class Understanding:
             async for piece in self._intent(intent, "grammar", delegate, conversation):
                 yield piece
             return
-        if stopped is not None and (self.clock() - stopped).total_seconds() < STOP_TAIL_S:
-            yield Said("", None)  # the rest of "stop ... talking": the user wants quiet, not an apology
+        if is_stop(text) or (stopped is not None and (self.clock() - stopped).total_seconds() < STOP_TAIL_S):
+            # "be quiet" with nothing to stop, or the rest of "stop ... talking": quiet, no apology
+            yield Said("", None)
             return
         if self.llm is None:
             yield Said(NO_INTENT_RESPONSE, None)

@@ -8,7 +8,11 @@ did things it cannot do, and sometimes writes garbled words. A sentence is spoke
 * what it says about a device of the home matches the device's state;
 * it does not claim an action (actions are the hub's, reported from what was done);
 * its words are English words (the pronouncing dictionary), names of the home, or words
-  of the prompt.
+  of the prompt;
+* it does not talk about the home at all — a device, a room, a kind of device or a
+  reading (the templates answer those, from the real states; the model mixes them up:
+  "a 21.5 degree difference between the office and outside");
+* it does not repeat its instructions (five words in a row from the prompt).
 
 Otherwise the hub says it is not sure.
 """
@@ -39,6 +43,13 @@ _CLAIM_RE: Final = re.compile(
     r"reminded|dimmed|adjusted|changed|done)\b", re.I)
 STATE_WORDS: Final = frozenset("on off open opened closed shut locked unlocked playing paused".split())
 MAX_UNKNOWN_WORDS: Final = 0  # words outside the dictionary, the home and the prompt
+ECHO_WORDS: Final = 5  # this many words in a row from the prompt: it repeats its instructions
+# kinds of devices and readings: a sentence with one of them is about the home
+HOME_WORDS: Final = frozenset(
+    "light lights lamp lamps thermostat temperature temperatures degree degrees heating heater door doors lock "
+    "locks locked unlocked window windows blind blinds shade shades curtain curtains garage fan fans switch "
+    "switches plug tv television speaker vacuum mower sensor sensors humidity scene script timer timers "
+    "brightness thermostats °c °f celsius fahrenheit".split())
 CMUDICT: Final = "cmudict-en-us.dict"
 
 
@@ -69,6 +80,16 @@ def problem(sentence: str, *, prompt: str, catalog: Catalog) -> str | None:
             return f"{word!r} is not in its context"
     if _CLAIM_RE.search(low):
         return "it claims an action"
+    words = _WORD_RE.findall(low)
+    if "°" in low or set(words) & HOME_WORDS:
+        return "it talks about the home (the templates answer that)"
+    home = {n.lower() for e in catalog for n in (*e.names, e.area or "") if n}
+    if any(re.search(rf"\b{re.escape(name)}\b", low) for name in home):
+        return "it talks about the home (the templates answer that)"
+    told_text = " ".join(_WORD_RE.findall(told))
+    for i in range(len(words) - ECHO_WORDS + 1):
+        if " ".join(words[i:i + ECHO_WORDS]) in told_text:
+            return "it repeats its instructions"
     for entity in catalog:
         for name in entity.names:
             at = low.find(name.lower())

@@ -7,8 +7,9 @@ otherwise after ``incomplete_silence_ms``.
 
 Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playback
 at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech
-has lasted ``backchannel_ms`` — or it ends as a complete command — the hub stops
-for good (InterruptionFrame, which the pipeline base turns into cancellation
+has lasted ``backchannel_ms`` and is surely a turn (the grammar made out a command or
+three words, or it is three times that long) — or it ends as a complete command — the
+hub stops for good (InterruptionFrame, which the pipeline base turns into cancellation
 everywhere downstream). A shorter blip, or a backchannel the grammar made out
 ("okay"), resumes playback (ResumeFrame) and is discarded. Short words the grammar did
 not make out over the hub's own voice end the turn ``undecided``: playback stays paused
@@ -50,7 +51,8 @@ from ..text import is_backchannel
 
 _LOGGER = logging.getLogger(__name__)
 
-MIN_WORDS_MS: Final = 150  # shorter voiced speech over the hub is a blip (a cough, a click)
+MIN_WORDS_MS: Final = 90  # shorter voiced speech over the hub is a blip (a cough, a click)
+LONG_SPEECH_FACTOR: Final = 3  # speech over the hub this many times backchannel_ms is a turn, words or not
 
 
 class Session:
@@ -157,7 +159,7 @@ class TurnStage(Stage):
             self._silence_ms = 0
         else:
             self._silence_ms += self.frame_ms
-        if self._barge and self._voiced_ms >= self.settings.backchannel_ms:
+        if self._barge and self._voiced_ms >= self.settings.backchannel_ms and self._a_real_turn():
             self._barge = False
             await self.push(InterruptionFrame())
         if not self._complete:
@@ -170,6 +172,16 @@ class TurnStage(Stage):
         if self._silence_ms >= needed:
             await self._end_turn()
 
+    def _a_real_turn(self) -> bool:
+        """Speech over the hub that is surely a turn, not a listener's "mm hmm": stop the hub now.
+
+        A command the grammar already made out, three words of it, or long speech; anything
+        else waits for the end of the turn and its transcript (``undecided``).
+        """
+        words = self._words.split()
+        return ((self._complete and not is_backchannel(self._words)) or len(words) >= 3
+                or self._voiced_ms >= LONG_SPEECH_FACTOR * self.settings.backchannel_ms)
+
     async def _end_turn(self) -> None:
         discard = not self.session.active(self.now_ms())
         undecided = False
@@ -177,7 +189,7 @@ class TurnStage(Stage):
             self._barge = False
             if self._complete and not (is_backchannel(self._words) and not self.tracker.asking):
                 await self.push(InterruptionFrame())  # a short command: "stop", "never mind"
-            elif self._complete or discard or self._voiced_ms < MIN_WORDS_MS:
+            elif self._complete or discard or self._voiced_ms < MIN_WORDS_MS or is_backchannel(self._words):
                 discard = True  # a backchannel the grammar made out, or a blip
                 await self.push(ResumeFrame())
             else:  # words the grammar did not make out over the hub's voice ("stop" in an echo):

@@ -134,11 +134,17 @@ def test_turn_waits_longer_when_the_words_are_not_a_command_yet() -> None:
 
 
 def test_speech_over_the_hub_pauses_then_interrupts() -> None:
+    """Long speech, or words the grammar makes out as a turn, stop the hub before the turn ends."""
     frames = [*_speech(0, 2), SpeechStartedFrame(onset_ms=0), *_speech(60, 14)]
     out = run(_turn(replying=True), frames)
+    assert out.of(BargeInFrame) and not out.of(InterruptionFrame)  # 420 ms of unclear words: not yet
+    assert out.of(BargeInFrame)[0].onset_ms == 0
+    out = run(_turn(replying=True), [*frames, *_speech(480, 28)])
     assert [type(f).__name__ for f in out.down if isinstance(f, BargeInFrame | InterruptionFrame)] == [
         "BargeInFrame", "InterruptionFrame"]
-    assert out.of(BargeInFrame)[0].onset_ms == 0
+    worded = [*_speech(0, 2), SpeechStartedFrame(onset_ms=0), *_speech(60, 6),
+              PartialTranscriptFrame("turn off the", False), *_speech(240, 8)]
+    assert run(_turn(replying=True), worded).of(InterruptionFrame)
 
 
 def test_a_backchannel_over_the_hub_resumes_and_is_discarded() -> None:
