@@ -12,7 +12,6 @@ Usage: .venv/bin/python bench/soak.py [ROUNDS]  (default 8 rounds of 12 turns)
 from __future__ import annotations
 
 import asyncio
-import os
 import resource
 import sys
 import time
@@ -27,6 +26,7 @@ from hub_runtime.audio.format import RATE
 from hub_runtime.audio.synthetic import speak
 from hub_runtime.engines import Engines
 from hub_runtime.events import EventLog
+from hub_runtime.health import process_usage
 from hub_runtime.metrics import Metrics
 from hub_runtime.runner import run_file
 from hub_runtime.settings import Settings
@@ -38,12 +38,10 @@ ROUND = [("turn on the kitchen light", "piper"), ("what time is it", "en-us"),
          ("cancel the timer", "en-gb"), ("open the bedroom blinds", "en-us+m3"),
          ("what's the temperature in the office", "piper"), ("close the bedroom blinds", "en-us")]
 GAP_S = 3.0  # silence after each command: the reply plays out
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * PAGE / 2**20
+    return process_usage()[1]
 
 
 async def main(rounds: int) -> None:

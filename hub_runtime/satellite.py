@@ -33,6 +33,15 @@ def satellite_url(hub: str, site: str, area: str | None = None) -> str:
     return f"{base}/satellite/{quote(site)}" + (f"?area={quote(area)}" if area else "")
 
 
+async def _exchange(ws: aiohttp.ClientWebSocketResponse, frame: Int16Array) -> Int16Array:
+    """One microphone frame to the hub; what the room's speaker plays meanwhile."""
+    await ws.send_bytes(frame.astype("<i2").tobytes())
+    reply = await ws.receive()
+    if reply.type != aiohttp.WSMsgType.BINARY:
+        raise ConnectionError(f"the hub closed the room ({reply.type.name})")
+    return np.frombuffer(reply.data, "<i2").astype(np.int16)
+
+
 async def stream_file(url: str, mic: Int16Array, *, token: str | None = None, realtime: bool = True,
                       linger_s: float = 2.0) -> Int16Array:
     """Send a recording as the room's microphone (then ``linger_s`` of silence); what the room played."""
@@ -44,11 +53,7 @@ async def stream_file(url: str, mic: Int16Array, *, token: str | None = None, re
         t0 = time.perf_counter()
         for i, start in enumerate(range(0, len(audio), FRAME)):
             frame = audio[start:start + FRAME]
-            await ws.send_bytes(np.pad(frame, (0, FRAME - len(frame))).astype("<i2").tobytes())
-            reply = await ws.receive()
-            if reply.type != aiohttp.WSMsgType.BINARY:
-                raise ConnectionError(f"the hub closed the room ({reply.type.name})")
-            out.append(np.frombuffer(reply.data, "<i2").astype(np.int16))
+            out.append(await _exchange(ws, np.pad(frame, (0, FRAME - len(frame)))))
             if realtime:
                 await asyncio.sleep(max(0.0, t0 + (i + 1) * FRAME / RATE - time.perf_counter()))
     return np.concatenate(out) if out else np.zeros(0, np.int16)
@@ -64,10 +69,6 @@ async def stream_live(url: str, *, token: str | None = None) -> None:
     try:
         async with aiohttp.ClientSession(headers=headers) as session, session.ws_connect(url) as ws:
             async for frame in device.frames():
-                await ws.send_bytes(frame.astype("<i2").tobytes())
-                reply = await ws.receive()
-                if reply.type != aiohttp.WSMsgType.BINARY:
-                    raise ConnectionError(f"the hub closed the room ({reply.type.name})")
-                device.play(np.frombuffer(reply.data, "<i2").astype(np.int16))
+                device.play(await _exchange(ws, frame))
     finally:
         device.close()

@@ -39,6 +39,22 @@ def realtime_priority(priority: int = REALTIME_PRIORITY) -> bool:
     return True
 
 
+class _RateConverter:
+    """One direction's resampler and its output buffer (grown once, then reused); none at equal rates."""
+
+    def __init__(self, src: int, dst: int) -> None:
+        self._rs = Resampler(src, dst) if src != dst else None
+        self._buf = np.zeros(0, np.int16)
+
+    def __call__(self, samples: Int16Array) -> Int16Array:
+        """The samples at the other rate (a view of the buffer: used before the next call)."""
+        if self._rs is None:
+            return samples
+        if self._buf.size < self._rs.max_out(samples.size):
+            self._buf = np.zeros(self._rs.max_out(samples.size), np.int16)
+        return self._buf[: self._rs.process(samples, self._buf)]
+
+
 class LiveDuplex:
     """Microphone frames in, speaker frames out, at the device's pace and rate.
 
@@ -55,10 +71,8 @@ class LiveDuplex:
         self.block = self.chunk * self.rate // RATE  # device samples per loop frame
         ring = RING_FRAMES * max(self.chunk, self.block)
         self._mic, self._speaker = RingBuffer(ring), RingBuffer(ring)
-        self._mic_rs = Resampler(self.rate, RATE) if self.rate != RATE else None
-        self._out_rs = Resampler(RATE, self.rate) if self.rate != RATE else None
-        self._in_buf = np.zeros(self._mic_rs.max_out(self.block) if self._mic_rs else 0, np.int16)
-        self._play_buf = np.zeros(self.block, np.int16)
+        self._to_loop = _RateConverter(self.rate, RATE)
+        self._to_device = _RateConverter(RATE, self.rate)
         self._loop = asyncio.get_running_loop()
         self._ready = asyncio.Event()
         self._realtime_tried = False
@@ -85,11 +99,7 @@ class LiveDuplex:
         if not self._realtime_tried:
             self._realtime_tried = True
             realtime_priority()
-        mic = np.frombuffer(indata, dtype=np.int16)
-        if self._mic_rs is not None:
-            if self._in_buf.size < self._mic_rs.max_out(mic.size):
-                self._in_buf = np.zeros(self._mic_rs.max_out(mic.size), np.int16)
-            mic = self._in_buf[: self._mic_rs.process(mic, self._in_buf)]
+        mic = self._to_loop(np.frombuffer(indata, dtype=np.int16))
         written = self._mic.write(mic)
         self.dropped += mic.size - written
         out = np.frombuffer(outdata, dtype=np.int16)
@@ -112,11 +122,7 @@ class LiveDuplex:
 
     def play(self, frame: Int16Array) -> None:
         """The loop's next speaker frame (16 kHz), played at the device's rate."""
-        if self._out_rs is not None:
-            if self._play_buf.size < self._out_rs.max_out(frame.size):
-                self._play_buf = np.zeros(self._out_rs.max_out(frame.size), np.int16)
-            frame = self._play_buf[: self._out_rs.process(np.ascontiguousarray(frame, np.int16), self._play_buf)]
-        self._speaker.write(np.ascontiguousarray(frame, np.int16))
+        self._speaker.write(self._to_device(np.ascontiguousarray(frame, np.int16)))
 
     def close(self) -> None:
         """Stop the stream."""

@@ -142,8 +142,4 @@ def wav_bytes(samples: Int16Array, rate: int = RATE) -> bytes:
 def write_wav(path: str | Path, samples: Int16Array, rate: int = RATE) -> None:
     """Write mono int16 samples as a WAV file."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(np.asarray(samples, dtype=np.int16).tobytes())
+    Path(path).write_bytes(wav_bytes(samples, rate))

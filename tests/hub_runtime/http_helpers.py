@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from hub_runtime.agent import Agent
+from hub_runtime.driver import drive
 from hub_runtime.engines import Engines
 from hub_runtime.events import EventLog
 from hub_runtime.loop import DialogueLoop
@@ -26,15 +27,8 @@ async def served(engines: Engines, settings: Settings) -> AsyncIterator[tuple[Di
     async with running_loop(s, EventLog(), realtime=True, mqtt=False, engines=engines,
                             agent=Agent.from_settings(s), http=True) as loop:
         stop = asyncio.Event()
-
-        async def tick() -> None:
-            loop.clock.start()
-            silence = np.zeros(CHUNK, np.int16)
-            while not stop.is_set():
-                loop.tick(silence, loop.clock.now_ms())
-                await asyncio.sleep(0.03)
-
-        ticker = asyncio.create_task(tick())
+        silence = np.zeros(CHUNK, np.int16)
+        ticker = asyncio.create_task(drive(loop, lambda _ms: None if stop.is_set() else silence, realtime=True))
         try:
             assert loop.server is not None and loop.server.port
             yield loop, f"http://127.0.0.1:{loop.server.port}"
