@@ -1,15 +1,18 @@
-"""The C extension of the audio hot path (native/); everything else is in pyproject.toml."""
+"""The C extensions of the audio hot path (native/); everything else is in pyproject.toml.
+
+Both are optional: without a compiler (or without libspeexdsp-dev for ``_echo``) the numpy
+twins in hub_runtime/audio/ run instead, and the hub says so in one log line.
+"""
 
 from setuptools import Extension, setup
 
+FLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"]
+
 setup(
     ext_modules=[
-        Extension(
-            "hub_runtime._native",
-            sources=["native/duplex_audio.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"],
-            libraries=["m"],
-            optional=True,  # no compiler: the numpy twins (hub_runtime/audio/twin.py) run instead
-        )
+        Extension("hub_runtime._native", sources=["native/duplex_audio.c"], extra_compile_args=FLAGS,
+                  libraries=["m"], optional=True),
+        Extension("hub_runtime._echo", sources=["native/echo.c"], extra_compile_args=FLAGS,
+                  libraries=["speexdsp", "m"], optional=True),
     ]
 )

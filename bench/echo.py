@@ -11,7 +11,10 @@ reproducible.
 - backchannel right: paused and resumed, never cancelled;
 - "stop" right: the answer cancelled and nothing else said;
 - command right: the answer cancelled and the command's intent recognised.
-Usage: .venv/bin/python bench/echo.py [RUNS]   (default 120)
+A confusion table follows: what the user said (backchannel / stop / command) against what
+the hub did (resumed, stopped, answered, or went on without pausing).
+Usage: .venv/bin/python bench/echo.py [RUNS] [--suppress DB:ACTIVE_DB]   (default 120 runs and
+the settings' residual echo suppression, -40:-15; 0:0 turns it off)
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from hub_runtime.agent import Agent
 from hub_runtime.audio.synthetic import scene, speak, speech_bounds_ms
 from hub_runtime.engines import Engines
 from hub_runtime.runner import run_file
-from hub_runtime.settings import LlmSettings, Settings
+from hub_runtime.settings import AudioSettings, LlmSettings, Settings
 
 LONG = ("Here is the weather for the whole week. Monday will be sunny and warm. Tuesday brings clouds "
         "in the morning and light rain in the afternoon. Wednesday stays dry.")
@@ -40,13 +43,25 @@ KINDS = ["silent", "backchannel", "stop", "command"]
 AT_MS = 2500
 
 
-async def main(runs: int) -> None:
-    settings = Settings(llm=LlmSettings(enabled=False))
+OUTCOMES = ["resumed", "stopped", "answered", "went on"]
+
+
+def outcome(kinds: list[str], said_after: bool) -> str:
+    """What the hub did with the overlap."""
+    if "tts_cancelled" in kinds:
+        return "answered" if said_after or "intent" in kinds else "stopped"
+    return "resumed" if "tts_resumed" in kinds else "went on"
+
+
+async def main(runs: int, suppress: tuple[int, int]) -> None:
+    audio = AudioSettings(echo_suppress_db=suppress[0], echo_suppress_active_db=suppress[1])
+    settings = Settings(audio=audio, llm=LlmSettings(enabled=False))
     engines = await Engines.load(settings, llm=False)
     rng = random.Random(11)
     right: Counter[str] = Counter()
     total: Counter[str] = Counter()
     false_barge, pauses = 0, []
+    confusion: Counter[tuple[str, str]] = Counter()
     for i in range(runs):
         kind = KINDS[i % len(KINDS)]
         delay, gain = rng.choice([20, 40, 60, 80, 100, 120]), rng.choice([0.2, 0.4, 0.6, 0.8])
@@ -72,12 +87,13 @@ async def main(runs: int) -> None:
         early = [e for e in barges if onset is None or e["t_ms"] < onset - 100]
         false_barge += bool(early)
         kinds = [e["type"] for e in ev]
+        said_after = [e for e in ev if e["type"] == "tts_start" and onset is not None and e["t_ms"] > onset]
+        confusion[kind, outcome(kinds, bool(said_after))] += 1
         if kind == "silent":
             ok = not barges and "tts_cancelled" not in kinds
         elif kind == "backchannel":
             ok = bool(barges) and "tts_resumed" in kinds and "tts_cancelled" not in kinds
         elif kind == "stop":
-            said_after = [e for e in ev if e["type"] == "tts_start" and onset is not None and e["t_ms"] > onset]
             ok = "tts_cancelled" in kinds and not said_after
         else:
             intents = [e["name"] for e in ev if e["type"] == "intent"]
@@ -91,14 +107,31 @@ async def main(runs: int) -> None:
             print(f"  wrong: {kind} ({voice}, echo {delay} ms x{gain}): {kinds.count('barge_in')} barge-ins, "
                   f"{'cancelled' if 'tts_cancelled' in kinds else 'resumed' if 'tts_resumed' in kinds else '-'}"
                   f", heard {heard}")
-    print(f"{runs} runs, echo delay 20-120 ms, gain 0.2-0.8")
+    print(f"{runs} runs, echo delay 20-120 ms, gain 0.2-0.8, residual echo suppression "
+          f"{suppress[0]} dB / {suppress[1]} dB while talked over")
     print(f"false barge-ins (the hub paused for its own voice): {false_barge}/{runs}")
     for kind in KINDS:
         print(f"  {kind:<12} right {right[kind]}/{total[kind]}")
     if pauses:
         print(f"user onset -> playback paused: p50 {np.percentile(pauses, 50):.0f} ms, "
               f"p95 {np.percentile(pauses, 95):.0f} ms ({len(pauses)} runs)")
+    print(f"{'said / did':<12}" + "".join(f"{o:>10}" for o in OUTCOMES))
+    for kind in KINDS:
+        print(f"{kind:<12}" + "".join(f"{confusion[kind, o]:>10}" for o in OUTCOMES))
+
+
+def parse(argv: list[str]) -> tuple[int, tuple[int, int]]:
+    """RUNS and --suppress DB:ACTIVE_DB."""
+    runs, suppress = 120, (AudioSettings.echo_suppress_db, AudioSettings.echo_suppress_active_db)
+    args = iter(argv)
+    for arg in args:
+        if arg == "--suppress":
+            quiet, active = next(args).split(":")
+            suppress = (int(quiet), int(active))
+        else:
+            runs = int(arg)
+    return runs, suppress
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 120))
+    asyncio.run(main(*parse(sys.argv[1:])))

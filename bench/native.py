@@ -1,7 +1,10 @@
 """The C audio path against its numpy twin: per-function speed-up, and the loop's CPU per second of audio.
 
 Each function runs on one 30 ms frame (480 samples at 16 kHz; the resampler on one 30 ms
-block at 48 kHz and at 44.1 kHz), timed in batches; medians of 7 batches. Then the same
+block at 48 kHz and at 44.1 kHz; the echo canceller on one frame with a 300 ms tail), timed
+in batches; medians of 7 batches. The echo canceller's quality follows, C and twin, in
+rooms with a reverberant tail (20-120 ms, gain 0.2-0.8): ERLE where only the hub talks, the
+talker's level and SNR where someone talks over it. Then the same
 spoken file goes through the loop twice, in child processes, with the C path and with
 ``DUPLEX_HUB_PURE=1``: process CPU per second of audio (medians of 3 runs each).
 Usage: .venv/bin/python bench/native.py
@@ -19,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from hub_runtime.audio import twin
+from hub_runtime.audio import echo_twin, twin
+from hub_runtime.audio.synthetic import measure_echo, room_response, speak
 
 BATCH = 2000
 
@@ -32,6 +36,27 @@ def per_call_us(fn: Callable[[], Any], batch: int = BATCH) -> float:
             fn()
         runs.append((time.perf_counter() - t0) / batch * 1e6)
     return statistics.median(runs)
+
+
+def echo_call(impl: Any) -> Callable[[], Any]:
+    rng = np.random.default_rng(2)
+    aec = impl.EchoCanceller(480, 4800, 16000)
+    mic, ref = (rng.integers(-8000, 8000, 480).astype(np.int16) for _ in range(2))
+    out = np.empty(480, np.int16)
+    return lambda: aec.process(mic, ref, out)
+
+
+def echo_quality(echo: Any) -> None:
+    answer = speak("It is twenty one degrees in the living room and the kitchen light is on. "
+                   "I can set timers and play music.", "en-us+f3")
+    far, near = np.concatenate([answer, answer]), speak("stop, turn off the kitchen light", "en-us")
+    print(f"{'echo room (delay, gain)':<24} {'impl':>5} {'ERLE dB':>8} {'talker dB':>10} "
+          f"{'SNR in':>7} {'SNR out':>8}")
+    for delay, gain in [(20, 0.2), (60, 0.5), (120, 0.8)]:
+        for name, impl in (("c", echo), ("numpy", echo_twin)):
+            r = measure_echo(impl.EchoCanceller(480, 4800, 16000), far, near, room_response(delay, gain, seed=3))
+            print(f"{delay:>4} ms x{gain:<17} {name:>5} {r.erle_db:>8.1f} {r.near_level_db:>10.1f} "
+                  f"{r.near_snr_in_db:>7.1f} {r.near_snr_out_db:>8.1f}")
 
 
 def functions(impl: Any) -> dict[str, Callable[[], Any]]:
@@ -104,6 +129,14 @@ def main() -> None:
         tc = per_call_us(c[name])
         tp = per_call_us(py[name], batch=BATCH // 20 if "resample" in name else BATCH)
         print(f"{name:<28} {tc:>8.2f} {tp:>10.2f} {tp / tc:>8.0f}x")
+    try:
+        from hub_runtime import _echo  # type: ignore[attr-defined]
+    except ImportError:
+        print("the C echo canceller is not built (libspeexdsp-dev): its twin alone")
+    else:
+        tc, tp = per_call_us(echo_call(_echo), batch=500), per_call_us(echo_call(echo_twin), batch=50)
+        print(f"{'echo cancel (480, 300 ms)':<28} {tc:>8.2f} {tp:>10.2f} {tp / tc:>8.0f}x")
+        echo_quality(_echo)
     for pure in (False, True):
         name, cpu = loop_cpu(pure)
         print(f"loop CPU per second of audio with the {name} path: {cpu:.3f} s (median of 3)")

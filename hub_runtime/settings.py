@@ -112,6 +112,8 @@ class AudioSettings:
     vad_start_ms: int = 60  # sustained speech before speech_start
     vad_stop_ms: int = 240  # sustained silence before speech_end
     echo_cancel: bool = True  # speex AEC against the exact playback reference
+    echo_suppress_db: int = -40  # residual echo suppression while only the hub talks (dB, <= 0)
+    echo_suppress_active_db: int = -15  # ... while someone talks over it: keeps barge-ins audible
     device_rate: int = 16000  # the sound device's rate (Hz); resampled to and from 16 kHz
     input_device: str | None = None  # sounddevice name or index; None = default
     output_device: str | None = None
@@ -286,6 +288,8 @@ SCHEMA: Final = vol.Schema(
                 vol.Optional("vad_start_ms"): _number(0, 2000, integer=True),
                 vol.Optional("vad_stop_ms"): _number(30, 5000, integer=True),
                 vol.Optional("echo_cancel"): _bool,
+                vol.Optional("echo_suppress_db"): _number(-90, 0, integer=True),
+                vol.Optional("echo_suppress_active_db"): _number(-90, 0, integer=True),
                 vol.Optional("device_rate"): _number(8000, 192000, integer=True),
                 vol.Optional("input_device"): vol.Any(None, vol.Coerce(str)),
                 vol.Optional("output_device"): vol.Any(None, vol.Coerce(str)),

@@ -122,3 +122,60 @@ def parse_echo(spec: str | None) -> tuple[int, float] | None:
     if not 0 <= delay <= 2000 or not 0.0 <= gain <= 4.0:
         raise ValueError(f"--echo {spec!r}: delay 0..2000 ms, gain 0..4")
     return delay, gain
+
+
+def room_response(delay_ms: int, gain: float, rt60_s: float = 0.2, seed: int = 0) -> np.ndarray:
+    """A speaker-to-microphone impulse response: the direct path, then a decaying tail at half its energy."""
+    rng = np.random.default_rng(seed)
+    n = int(rt60_s * RATE)
+    tail = rng.standard_normal(n) * np.exp(-6.9 * np.arange(n) / n)
+    tail *= 0.5 * gain / np.sqrt(np.sum(tail**2))
+    return np.concatenate([np.zeros(ms_to_samples(delay_ms)), [gain], tail])
+
+
+@dataclass(frozen=True)
+class EchoReport:
+    """How an echo canceller did on one recording (all in dB)."""
+
+    erle_db: float  # echo return loss enhancement where only the hub talks (after 2 s to converge)
+    near_level_db: float  # the talker's level in the output against the input (0: untouched)
+    near_snr_in_db: float  # talker against echo at the microphone
+    near_snr_out_db: float  # talker against everything else in the output (echo, distortion)
+
+
+def measure_echo(canceller: object, far: Int16Array, near: Int16Array, response: np.ndarray, *,
+                 near_at_s: float = 4.0, frame: int = 480, latency: int = 480) -> EchoReport:
+    """Run ``canceller.process(mic, reference, out)`` over a room: ``far`` played, ``near`` spoken at ``near_at_s``.
+
+    ``latency`` is how late the canceller's output is (speex's preprocessor: one frame).
+    """
+    total = far.size // frame * frame
+    start = int(near_at_s * RATE)
+    if start + near.size + RATE > total:
+        raise ValueError("the far end must outlast the talker by a second")
+    echo = np.convolve(far.astype(np.float64), response)[:total]
+    talker = np.zeros(total)
+    talker[start:start + near.size] = near
+    noise = np.random.default_rng(1).normal(0, 30, total)
+    mic = np.clip(echo + talker + noise, -32768, 32767).astype(np.int16)
+    out = np.zeros(total + latency, np.int16)
+    step = np.empty(frame, np.int16)
+    for i in range(0, total, frame):
+        canceller.process(mic[i:i + frame], np.ascontiguousarray(far[i:i + frame]), step)  # type: ignore[attr-defined]
+        out[i:i + frame] = step
+    cleaned = out[latency:latency + total].astype(np.float64)
+    m = mic.astype(np.float64)
+    hub_only = np.zeros(total, bool)
+    hub_only[2 * RATE:start] = True
+    hub_only[start + near.size + RATE // 2:] = True
+    erle = 10 * np.log10(np.sum(m[hub_only] ** 2) / max(float(np.sum(cleaned[hub_only] ** 2)), 1.0))
+    span = slice(start, start + near.size)
+    t, o = talker[span], cleaned[span]
+    g = float(np.dot(o, t) / np.dot(t, t))
+    rest = o - g * t
+    return EchoReport(
+        erle_db=float(erle),
+        near_level_db=float(20 * np.log10(max(g, 1e-6))),
+        near_snr_in_db=float(10 * np.log10(np.dot(t, t) / np.sum((m[span] - t) ** 2))),
+        near_snr_out_db=float(10 * np.log10(g * g * np.dot(t, t) / max(float(np.dot(rest, rest)), 1.0))),
+    )

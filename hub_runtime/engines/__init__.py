@@ -153,16 +153,13 @@ def make_scorer(settings: Settings) -> SpeechScorer:
 
 
 def make_echo_canceller(settings: Settings) -> EchoCanceller | None:
-    """An echo canceller for one stream, or None (disabled, or libspeexdsp missing: logged)."""
+    """An echo canceller for one stream (speex in C, or its numpy twin), or None when disabled."""
     if not settings.audio.echo_cancel:
         return None
-    from .speex_aec import EchoCancellerUnavailable, SpeexEchoCanceller
+    from .speex_aec import SpeexEchoCanceller
 
-    try:
-        return SpeexEchoCanceller(settings.audio.chunk_size)
-    except EchoCancellerUnavailable as err:
-        _LOGGER.warning("echo cancellation unavailable: %s", err)
-        return None
+    return SpeexEchoCanceller(settings.audio.chunk_size, suppress_db=settings.audio.echo_suppress_db,
+                              suppress_active_db=settings.audio.echo_suppress_active_db)
 
 
 def make_wake_word(settings: Settings) -> WakeWordDetector | None:

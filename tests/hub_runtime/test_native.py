@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hub_runtime.audio import twin
-from hub_runtime.audio.synthetic import speak
+from hub_runtime.audio import echo_twin, twin
+from hub_runtime.audio.synthetic import measure_echo, room_response, speak
 
 native: Any = pytest.importorskip("hub_runtime._native", reason="the C extension is not built (no compiler?)")
+echo: Any = pytest.importorskip("hub_runtime._echo", reason="the C echo canceller is not built (libspeexdsp-dev?)")
 IMPLS = [pytest.param(native, id="c"), pytest.param(twin, id="numpy")]
+ECHO_IMPLS = [pytest.param(echo, id="c"), pytest.param(echo_twin, id="numpy")]
 RNG = np.random.default_rng(7)
 
 
@@ -129,13 +131,80 @@ def test_the_c_ring_buffer_between_two_threads() -> None:
 
 
 def test_the_environment_forces_the_twins() -> None:
-    code = "from hub_runtime.audio import native; print(native.IMPLEMENTATION, native.Resampler.__module__)"
+    code = ("from hub_runtime.audio import native; print(native.IMPLEMENTATION, native.Resampler.__module__, "
+            "native.ECHO_IMPLEMENTATION, native.EchoCanceller.__module__)")
     env = {**os.environ, "DUPLEX_HUB_PURE": "1"}
     forced = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert forced.stdout.split() == ["numpy", "hub_runtime.audio.twin"]
+    assert forced.stdout.split() == ["numpy", "hub_runtime.audio.twin", "numpy", "hub_runtime.audio.echo_twin"]
     env["DUPLEX_HUB_PURE"] = "0"
     default = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert default.stdout.split()[0] == "c"
+    assert default.stdout.split() == ["c", "hub_runtime._native", "c", "hub_runtime._echo"]
+
+
+@pytest.fixture(scope="module")
+def hub_and_talker() -> tuple[np.ndarray, np.ndarray]:
+    """The hub's long answer (13 s) and a talker who barges in over it."""
+    answer = speak("It is twenty one degrees in the living room and the kitchen light is on. "
+                   "I can set timers and play music.", "en-us+f3")
+    return np.concatenate([answer, answer]), speak("stop, turn off the kitchen light", "en-us")
+
+
+@pytest.mark.parametrize("impl", ECHO_IMPLS)
+@pytest.mark.parametrize(("delay_ms", "gain"), [(20, 0.2), (120, 0.8)])
+def test_the_echo_goes_and_the_talker_stays(impl: Any, delay_ms: int, gain: float,
+                                            hub_and_talker: tuple[np.ndarray, np.ndarray]) -> None:
+    """In a room with a reverberant tail: the hub's echo is cancelled, a barge-in over it is kept."""
+    far, near = hub_and_talker
+    report = measure_echo(impl.EchoCanceller(480, 4800, 16000), far, near, room_response(delay_ms, gain, seed=3))
+    assert report.erle_db >= 12, report
+    assert report.near_level_db >= -3, report  # the residual suppression lets the talker through
+    # what is left with the talker (echo, the suppressor's distortion) stays 8 dB under it; speex's
+    # preprocessor distorts at about -12 dB, so a loud talker over a quiet echo gains nothing
+    assert report.near_snr_out_db >= 8.0, report
+    # without residual suppression the linear filter alone cancels less
+    linear = measure_echo(impl.EchoCanceller(480, 4800, 16000, suppress_db=0, suppress_active_db=0), far, near,
+                          room_response(delay_ms, gain, seed=3))
+    assert linear.erle_db < report.erle_db - 3, (linear, report)
+
+
+def test_the_twin_cancels_like_speex(hub_and_talker: tuple[np.ndarray, np.ndarray]) -> None:
+    far, near = hub_and_talker
+    room = room_response(60, 0.5, seed=4)
+    c = measure_echo(echo.EchoCanceller(480, 4800, 16000), far, near, room)
+    py = measure_echo(echo_twin.EchoCanceller(480, 4800, 16000), far, near, room)
+    assert abs(c.erle_db - py.erle_db) < 10 and abs(c.near_level_db - py.near_level_db) < 2, (c, py)
+
+
+@pytest.mark.parametrize("impl", ECHO_IMPLS)
+def test_the_echo_canceller_is_one_frame_late_and_refuses_bad_frames(impl: Any) -> None:
+    aec = impl.EchoCanceller(480, 4800, 16000)
+    assert (aec.frame, aec.filter, aec.rate) == (480, 4800, 16000)
+    talk = (RNG.normal(0, 3000, 480 * 20)).astype(np.int16)
+    silence, out = np.zeros(480, np.int16), np.empty(480, np.int16)
+    got = []
+    for i in range(0, talk.size, 480):
+        aec.process(talk[i:i + 480], silence, out)
+        got.append(out.copy())
+    cleaned = np.concatenate(got)
+    corr = [float(np.corrcoef(cleaned[lag:lag + 4800], talk[:4800])[0, 1]) for lag in (0, 480)]
+    assert corr[0] < 0.2 and corr[1] > 0.97, corr  # a silent hub: the talker passes whole
+    assert not aec.suppressing
+    aec.process(talk[:480], talk[480:960], out)  # the hub plays: its residue is suppressed ...
+    assert aec.suppressing
+    for _ in range(4800 // 480 + 1):  # ... until its echo tail has died away
+        aec.process(talk[:480], silence, out)
+    assert not aec.suppressing
+    with pytest.raises(ValueError, match="480"):
+        aec.process(np.zeros(100, np.int16), silence, out)
+    with pytest.raises(TypeError, match="int16"):
+        aec.process(np.zeros(480, np.float32), silence, out)
+    with pytest.raises(ValueError, match="own"):
+        aec.process(out, silence, out)
+    with pytest.raises(ValueError, match="0 dB or less"):
+        impl.EchoCanceller(480, 4800, 16000, suppress_db=6)
+    with pytest.raises(ValueError, match="one frame"):
+        impl.EchoCanceller(480, 100, 16000)
+    aec.reset()
 
 
 def test_a_48_khz_device_feeds_the_loop_16_khz_frames_and_plays_its_frames() -> None:
