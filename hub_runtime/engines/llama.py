@@ -200,6 +200,7 @@ class ProcessEngine:
     def _spawn(self) -> None:
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
+        self._broken = False  # the pipe failed: the child is gone
         self._cancel = ctx.Event()
         self._proc = ctx.Process(target=_serve, name="duplex-hub-llm", daemon=True,
                                  args=(child, *self._args, self._cancel))
@@ -218,9 +219,17 @@ class ProcessEngine:
         self.context_size, self.path = int(reply[1]), Path(reply[2])
 
     def _alive(self) -> None:
-        """A child that died (killed, out of memory) is started again before the next exchange."""
-        if self._proc.is_alive():
+        """A child that died (killed, out of memory) is started again before the next exchange.
+
+        A broken pipe means it died even while the OS has not reaped it yet (``is_alive`` can
+        still say yes for a moment): it is waited for, then replaced.
+        """
+        if self._proc.is_alive() and not self._broken:
             return
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join(5)
+        self._broken = False
         _LOGGER.warning("the LLM process died (exit code %s); starting it again", self._proc.exitcode)
         self._conn.close()
         self._spawn()
@@ -264,6 +273,7 @@ class ProcessEngine:
                             put(EngineError(f"generation failed: {value}"))
                             break
                 except (EOFError, OSError) as err:
+                    self._broken = True
                     put(EngineError(f"the LLM process is gone ({err})"))
                 except EngineError as err:  # it could not be started again
                     put(err)
