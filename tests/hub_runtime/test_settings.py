@@ -35,6 +35,7 @@ def test_shipped_config_loads() -> None:
         ({"audio": {"chunksize": 480}}, "audio.chunksize: unknown key (allowed: chunk_size"),
         ({"turn": {"complete_silence_ms": 900, "incomplete_silence_ms": 600}},
          "turn.complete_silence_ms: 900 is longer"),
+        ({"audio": {"echo_suppress_db": 10}}, "audio.echo_suppress_db: 10 is out of range (allowed -90 to 0)"),
         ({"hardware": {"use_npu": "yes"}}, "hardware.use_npu: 'yes' is not true or false"),
         ({"audio": 3}, "audio: is not a mapping of keys"),
         ({"mqtt": {"port": 0}}, "mqtt.port: 0 is out of range"),
