@@ -13,8 +13,11 @@ reproducible.
 - command right: the answer cancelled and the command's intent recognised.
 A confusion table follows: what the user said (backchannel / stop / command) against what
 the hub did (resumed, stopped, answered, or went on without pausing).
-Usage: .venv/bin/python bench/echo.py [RUNS] [--suppress DB:ACTIVE_DB]   (default 120 runs and
-the settings' residual echo suppression, -40:-15; 0:0 turns it off)
+Two halves, split before tuning: the development half (the phrases, voices and seed the
+barge-in rules were tuned on) and ``--test``, held out: other phrases, other voices, other
+speeds and another seed.
+Usage: .venv/bin/python bench/echo.py [RUNS] [--test] [--suppress DB:ACTIVE_DB]   (default 120
+runs and the settings' residual echo suppression, -40:-15; 0:0 turns it off)
 """
 
 from __future__ import annotations
@@ -39,6 +42,16 @@ BACKCHANNELS = ["okay", "mm hmm", "yeah", "right", "uh huh"]
 STOPS = ["stop", "stop talking", "be quiet", "cancel"]
 COMMANDS = [("turn on the kitchen light", "HassTurnOn"), ("close the bedroom blinds", "HassTurnOff"),
             ("open the garage door", "HassTurnOn"), ("turn off the office fan", "HassTurnOff")]
+SPEEDS = [1.0]
+SEED = 11
+# the held-out half: nothing of it was looked at while the barge-in rules were tuned
+TEST_VOICES = ["piper", "en-gb-x-rp", "en-us+f4", "en-029", "en-gb-scotland+m2"]
+TEST_BACKCHANNELS = ["uh huh", "I see", "sure", "mhm", "yes"]
+TEST_STOPS = ["stop it", "shut up", "never mind", "be quiet please", "stop"]
+TEST_COMMANDS = [("turn off the kitchen light", "HassTurnOff"), ("open the bedroom blinds", "HassTurnOn"),
+                 ("close the garage door", "HassTurnOff"), ("turn on the office fan", "HassTurnOn")]
+TEST_SPEEDS = [0.85, 1.0, 1.2]
+TEST_SEED = 29
 KINDS = ["silent", "backchannel", "stop", "command"]
 AT_MS = 2500
 
@@ -53,11 +66,14 @@ def outcome(kinds: list[str], said_after: bool) -> str:
     return "resumed" if "tts_resumed" in kinds else "went on"
 
 
-async def main(runs: int, suppress: tuple[int, int]) -> None:
+async def main(runs: int, suppress: tuple[int, int], test: bool) -> None:
     audio = AudioSettings(echo_suppress_db=suppress[0], echo_suppress_active_db=suppress[1])
     settings = Settings(audio=audio, llm=LlmSettings(enabled=False))
     engines = await Engines.load(settings, llm=False)
-    rng = random.Random(11)
+    voices, speeds = (TEST_VOICES, TEST_SPEEDS) if test else (VOICES, SPEEDS)
+    backchannels, stops, commands = ((TEST_BACKCHANNELS, TEST_STOPS, TEST_COMMANDS) if test
+                                     else (BACKCHANNELS, STOPS, COMMANDS))
+    rng = random.Random(TEST_SEED if test else SEED)
     right: Counter[str] = Counter()
     total: Counter[str] = Counter()
     false_barge, pauses = 0, []
@@ -65,19 +81,20 @@ async def main(runs: int, suppress: tuple[int, int]) -> None:
     for i in range(runs):
         kind = KINDS[i % len(KINDS)]
         delay, gain = rng.choice([20, 40, 60, 80, 100, 120]), rng.choice([0.2, 0.4, 0.6, 0.8])
-        voice = rng.choice(VOICES)
+        voice, speed = rng.choice(voices), rng.choice(speeds)
         expect = None
         if kind == "silent":
             mic = np.zeros(14 * 16000, np.int16)
+            text = ""
             onset = None
         else:
             if kind == "backchannel":
-                text = rng.choice(BACKCHANNELS)
+                text = rng.choice(backchannels)
             elif kind == "stop":
-                text = rng.choice(STOPS)
+                text = rng.choice(stops)
             else:
-                text, expect = rng.choice(COMMANDS)
-            utt = speak(text, voice)
+                text, expect = rng.choice(commands)
+            utt = speak(text, voice, speed=speed)
             mic = scene([(AT_MS, utt)], 14000)
             onset = AT_MS + speech_bounds_ms(utt)[0]
         res = await run_file(settings, mic, engines=engines, agent=Agent.from_settings(settings),
@@ -104,10 +121,12 @@ async def main(runs: int, suppress: tuple[int, int]) -> None:
         right[kind] += ok
         if not ok:
             heard = [e.get("text") for e in ev if e["type"] == "transcript"]
-            print(f"  wrong: {kind} ({voice}, echo {delay} ms x{gain}): {kinds.count('barge_in')} barge-ins, "
+            print(f"  wrong: {kind} {text!r} ({voice} x{speed}, echo {delay} ms x{gain}): "
+                  f"{kinds.count('barge_in')} barge-ins, "
                   f"{'cancelled' if 'tts_cancelled' in kinds else 'resumed' if 'tts_resumed' in kinds else '-'}"
                   f", heard {heard}")
-    print(f"{runs} runs, echo delay 20-120 ms, gain 0.2-0.8, residual echo suppression "
+    print(f"{'held-out' if test else 'development'} half: "
+          f"{runs} runs, echo delay 20-120 ms, gain 0.2-0.8, residual echo suppression "
           f"{suppress[0]} dB / {suppress[1]} dB while talked over")
     print(f"false barge-ins (the hub paused for its own voice): {false_barge}/{runs}")
     for kind in KINDS:
@@ -120,17 +139,20 @@ async def main(runs: int, suppress: tuple[int, int]) -> None:
         print(f"{kind:<12}" + "".join(f"{confusion[kind, o]:>10}" for o in OUTCOMES))
 
 
-def parse(argv: list[str]) -> tuple[int, tuple[int, int]]:
-    """RUNS and --suppress DB:ACTIVE_DB."""
+def parse(argv: list[str]) -> tuple[int, tuple[int, int], bool]:
+    """RUNS, --test and --suppress DB:ACTIVE_DB."""
     runs, suppress = 120, (AudioSettings.echo_suppress_db, AudioSettings.echo_suppress_active_db)
+    test = False
     args = iter(argv)
     for arg in args:
-        if arg == "--suppress":
+        if arg == "--test":
+            test = True
+        elif arg == "--suppress":
             quiet, active = next(args).split(":")
             suppress = (int(quiet), int(active))
         else:
             runs = int(arg)
-    return runs, suppress
+    return runs, suppress, test
 
 
 if __name__ == "__main__":

@@ -115,6 +115,8 @@ class EndOfTurnFrame(SystemFrame):
     silence_ms: int = 0
     undecided: bool = False  # short speech over the hub that the grammar did not make out: playback
     #                          stays paused and the transcript decides (stop, go on, or a new turn)
+    blip: bool = False  # speech over the hub too short for the VAD to open a turn: its pre-roll
+    #                     is transcribed, and only a stop phrase in it stops the hub (else it goes on)
 
 
 @dataclass

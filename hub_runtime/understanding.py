@@ -152,9 +152,17 @@ class Pending:
     timers: list[Timer] = field(default_factory=list)
 
 
+# courtesy and fillers around a stop phrase: "be quiet please", "ok just stop now"
+_COURTESY: Final = frozenset("please now just ok okay oh hey thanks right".split())
+
+
 def is_stop(text: str) -> bool:
-    """Words that only ask the hub to be quiet ("stop", "be quiet", "never mind")."""
-    return " ".join(_words(text)) in STOP_PHRASES
+    """Words that only ask the hub to be quiet ("stop", "be quiet please", "never mind")."""
+    words = _words(text)
+    if " ".join(words) in STOP_PHRASES:
+        return True
+    core = [w for w in words if w not in _COURTESY]
+    return bool(core) and " ".join(core) in STOP_PHRASES
 
 
 def _words(text: str) -> list[str]:

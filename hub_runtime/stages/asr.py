@@ -12,6 +12,9 @@ tier decides, and speech that is not a home command keeps Whisper's open transcr
 An utterance that overlaps the hub's own playback (a barge-in) always goes to the
 second tier: the echo canceller's residue makes the grammar tier's words unreliable.
 
+Speech over the hub too short to open a turn (a ``blip`` end of turn) is transcribed from
+the pre-roll alone; only a stop phrase in it reaches the router as words.
+
 Consumes: SpeechStartedFrame, InputAudioFrame, EndOfTurnFrame (upstream).
 Emits: PartialTranscriptFrame, TranscriptFrame.
 """
@@ -44,17 +47,31 @@ from ..frames import (
     WakeWordFrame,
 )
 from ..grammar import HomeGrammar
-from ..grammar.automaton import FUNCTION_WORDS, Snap, sentence_distance, snap, tokenize, word_distance
+from ..grammar.automaton import (
+    _ONES,
+    _TENS,
+    FUNCTION_WORDS,
+    Snap,
+    sentence_distance,
+    snap,
+    tokenize,
+    word_distance,
+)
 from ..grammar.pronounce import Phonetics
 from ..grammar.sample import sample_sentences
 from ..nlu import words_to_digits
 from ..pipeline import Direction, Stage
 from ..settings import AsrSettings
 from ..text import is_question
+from ..understanding import is_stop
 
 _LOGGER = logging.getLogger(__name__)
 
 PREROLL_MS: Final = 300  # audio kept from before speech_start
+# ... for the second tier when the hub was playing: its echo delays the VAD (p95 ~400 ms
+# after the onset), and the first word ("close", "turn off") is the one that decides; the
+# suppressor has removed most of the hub's own voice from what comes before the onset
+OVERLAP_PREROLL_MS: Final = 600
 SNAP_MAX_RATIO: Final = 0.34  # weighted edits per content word for a snap to count
 AGREEMENT_MARGIN: Final = 0.3  # edits by which Whisper may prefer its snap over the grammar tier
 MEND_DISTANCE: Final = 0.5  # a heard word snapping may mend into a name or a deciding word
@@ -65,6 +82,8 @@ CONTRAST: Final = frozenset(
     "unmute increase decrease raise lower yes no cancel add remove not activate deactivate enable disable "
     "brightness temperature position volume speed color colour percent degrees".split())
 _DIGITS: Final = frozenset(str(n) for n in range(10000))
+# a value said is the user's: snapping never makes "forty g" into "forty eight"
+NUMBERS: Final = frozenset((*_ONES, *(t for t in _TENS if t != "_"), "hundred", "thousand", "half"))
 # Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
 # these, such a word leaves the polarity open, so neither tier's sentence is taken.
 UN_STEMS: Final = frozenset(w[2:] for w in CONTRAST if w.startswith("un") and w[2:] in CONTRAST)
@@ -119,7 +138,8 @@ class AsrStage(Stage):
         self._decoder: GrammarDecoder | None = None
         self._model: HomeModel | None = None
         self._next_decoder: GrammarDecoder | None = None
-        self._preroll: deque[tuple[Int16Array, bool]] = deque(maxlen=max(1, PREROLL_MS // frame_ms))
+        self._preroll: deque[tuple[Int16Array, bool]] = deque(maxlen=max(1, OVERLAP_PREROLL_MS // frame_ms))
+        self._preroll_frames = max(1, PREROLL_MS // frame_ms)
         self._utterance: list[Int16Array] = []
         self._overlapped = False  # the utterance overlaps the hub's playback
         self._utt_samples = 0
@@ -196,8 +216,13 @@ class AsrStage(Stage):
         self._utt_samples = 0
         self._speculation = None
         self._overlapped = False
-        for samples, played in self._preroll:
-            self._decoder.feed(samples)
+        preroll = list(self._preroll)
+        overlapped = any(played for _samples, played in preroll)
+        if not overlapped:
+            preroll = preroll[-self._preroll_frames:]
+        for i, (samples, played) in enumerate(preroll):
+            if i >= len(preroll) - self._preroll_frames:  # the older part only for the second tier
+                self._decoder.feed(samples)
             self._add(samples)
             self._overlapped |= played
         self._preroll.clear()
@@ -260,6 +285,8 @@ class AsrStage(Stage):
     def _close(self, eot: EndOfTurnFrame) -> None:
         decoder = self._decoder
         if decoder is None or not decoder.is_open:
+            if eot.blip:
+                self.spawn(self._blip(), "blip", interruptible=False)
             return
         hyp = decoder.end()
         audio = self._audio_so_far()
@@ -272,6 +299,20 @@ class AsrStage(Stage):
         prompt, self._question = self.prompt, ""  # a question is answered once
         self.spawn(self._finish(hyp, audio, speculation, prompt, overlapped=overlapped, paused=eot.undecided),
                    "finish", interruptible=False)
+
+    async def _blip(self) -> None:
+        """Short speech over the hub that never became a turn: a stop phrase stops it, anything else is dropped.
+
+        The transcript is paused (the router resumes the reply for an empty one); Whisper's
+        words stay in ``open_text`` for the event log.
+        """
+        audio = (np.concatenate([s for s, _played in self._preroll]) if self._preroll
+                 else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
+        heard = ""
+        if self.whisper is not None and len(audio):
+            heard = (await self._run_whisper(audio, self.prompt)).text
+        await self._transcript(heard if is_stop(heard) else "", "open", 0.0, open_text=heard,
+                               overlapped=True, paused=True)
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray, speculation: _Speculation | None,
                       prompt: str, *, overlapped: bool = False, paused: bool = False) -> None:
@@ -320,8 +361,16 @@ class AsrStage(Stage):
         """A snapped sentence keeps what Whisper heard: its names, rooms and deciding words.
 
         Snapping may mend a word ("lite" → "light"), never put another room, device or
-        direction in its place ("in here" → "in the garage", "on" → "off").
+        direction in its place ("in here" → "in the garage", "on" → "off"), and it must account
+        for at least half of the words that carry meaning: dropping the rest is not mending
+        ("turn lam pause" is not "pause"); the values said stay as said.
         """
+        content = [h for h in heard if h not in FUNCTION_WORDS]
+        kept = sum(1 for h in content if h in sentence or self._mends(h, sentence))
+        if 2 * kept < len(content):
+            return False
+        if [w for w in sentence if w in NUMBERS] != [h for h in heard if h in NUMBERS]:
+            return False  # a value added, changed or dropped
         names = self._names()
         for word in sentence:
             if word in heard or not (word in names or word in CONTRAST):

@@ -10,10 +10,14 @@ at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speec
 has lasted ``backchannel_ms`` and is surely a turn (the grammar made out a command or
 three words, or it is three times that long) — or it ends as a complete command — the
 hub stops for good (InterruptionFrame, which the pipeline base turns into cancellation
-everywhere downstream). A shorter blip, or a backchannel the grammar made out
-("okay"), resumes playback (ResumeFrame) and is discarded. Short words the grammar did
-not make out over the hub's own voice end the turn ``undecided``: playback stays paused
-and the transcript decides in the router ("stop": cancelled; "mm hmm": resumed).
+everywhere downstream). A shorter blip resumes playback (ResumeFrame) and is
+discarded. Short words over the hub's own voice end the turn ``undecided``: playback
+stays paused and the transcript (Whisper's, as for every overlapped turn) decides in the
+router ("stop": cancelled; "mm hmm": resumed) — the grammar tier's one or two words are
+not trusted over an echo, except as the answer to the hub's own question. Speech
+over the hub that never became a VAD turn but lasted ``MIN_WORDS_MS`` (a short "stop"
+under a loud echo) ends as a ``blip``: playback stays paused while the ASR transcribes
+what it kept, and only a stop phrase stops the hub.
 
 Sessions (wake-word mode): this stage owns them. The wake word or a SessionFrame opens
 one; the hub's reply keeps it open ``session_timeout_ms`` after the reply ends; a turn
@@ -47,7 +51,6 @@ from ..frames import (
 from ..pipeline import Direction, Stage
 from ..settings import TurnSettings
 from ..status import DialogueTracker
-from ..text import is_backchannel
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -102,6 +105,7 @@ class TurnStage(Stage):
         self._barge = False  # playback paused, not yet decided
         self._pre_voiced_ms = 0  # speech heard while replying, before the VAD opened a turn
         self._pre_silence_ms = 0
+        self._blip_ms = 0  # all speech heard since a pre-turn pause
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Track the turn; forward every frame."""
@@ -128,7 +132,7 @@ class TurnStage(Stage):
             self.session.extend(self.now_ms())
 
     async def _speech_started(self, frame: SpeechStartedFrame) -> None:
-        self._pre_voiced_ms = self._pre_silence_ms = 0
+        self._pre_voiced_ms = self._pre_silence_ms = self._blip_ms = 0
         if not self._open:
             self._open, self._voiced_ms, self._silence_ms = True, 0, 0
             self._complete = False
@@ -141,17 +145,23 @@ class TurnStage(Stage):
         """Before the VAD opens a turn: pause after ``barge_in_ms`` of speech over the hub."""
         if frame.speech:
             self._pre_voiced_ms += self.frame_ms
+            self._blip_ms += self.frame_ms
             self._pre_silence_ms = 0
             if (self.tracker.replying and not self._barge
                     and self._pre_voiced_ms >= max(self.frame_ms, self.settings.barge_in_ms)):
                 self._barge = True
+                self._blip_ms = self._pre_voiced_ms
                 await self.push(BargeInFrame(onset_ms=frame.t_ms - self._pre_voiced_ms + self.frame_ms))
             return
         self._pre_voiced_ms = 0
         self._pre_silence_ms += self.frame_ms
         if self._barge and self._pre_silence_ms >= self.settings.complete_silence_ms + self.frame_ms:
-            self._barge = False  # a blip that never became speech
-            await self.push(ResumeFrame())
+            self._barge = False  # speech that never became a turn: a click, a cough, or a short
+            if self._blip_ms >= MIN_WORDS_MS and self.session.active(self.now_ms()):  # "stop" in an echo
+                await self.push(EndOfTurnFrame(undecided=True, blip=True), Direction.UPSTREAM)
+            else:
+                await self.push(ResumeFrame())
+            self._blip_ms = 0
 
     async def _audio(self, frame: InputAudioFrame) -> None:
         if frame.speech:
@@ -175,11 +185,13 @@ class TurnStage(Stage):
     def _a_real_turn(self) -> bool:
         """Speech over the hub that is surely a turn, not a listener's "mm hmm": stop the hub now.
 
-        A command the grammar already made out, three words of it, or long speech; anything
-        else waits for the end of the turn and its transcript (``undecided``).
+        Three words, long speech, or the answer to the hub's question that the grammar made
+        out; anything else waits for the end of the turn and its transcript (``undecided``):
+        over the hub's voice the grammar tier fits the echo's residue to some short command
+        ("I see" → "cancel"), so its one or two words never stop the hub for good alone.
         """
         words = self._words.split()
-        return ((self._complete and not is_backchannel(self._words)) or len(words) >= 3
+        return ((self._complete and self.tracker.asking) or len(words) >= 3
                 or self._voiced_ms >= LONG_SPEECH_FACTOR * self.settings.backchannel_ms)
 
     async def _end_turn(self) -> None:
@@ -187,12 +199,12 @@ class TurnStage(Stage):
         undecided = False
         if self._barge:
             self._barge = False
-            if self._complete and not (is_backchannel(self._words) and not self.tracker.asking):
-                await self.push(InterruptionFrame())  # a short command: "stop", "never mind"
-            elif self._complete or discard or self._voiced_ms < MIN_WORDS_MS or is_backchannel(self._words):
-                discard = True  # a backchannel the grammar made out, or a blip
+            if self._complete and (self.tracker.asking or len(self._words.split()) >= 3):
+                await self.push(InterruptionFrame())  # the answer to its question, or a command
+            elif discard or self._voiced_ms < MIN_WORDS_MS:
+                discard = True  # a blip
                 await self.push(ResumeFrame())
-            else:  # words the grammar did not make out over the hub's voice ("stop" in an echo):
+            else:  # short words over the hub's voice ("stop", "mm hmm", "I see" in an echo):
                 undecided = True  # playback stays paused; the transcript decides (router)
         self._open = False
         await self.push(EndOfTurnFrame(discard=discard, silence_ms=self._silence_ms, undecided=undecided),

@@ -18,7 +18,7 @@ from hub_runtime.llm.dialogue import LlmDialogue
 from hub_runtime.nlu import CUSTOM_SENTENCE_KEY
 from hub_runtime.settings import Settings
 from hub_runtime.timers import Timers
-from hub_runtime.understanding import CANNOT, DECLINED, NOT_HEARD, WHICH_ROOM, Reply, Said, Understanding
+from hub_runtime.understanding import CANNOT, DECLINED, NOT_HEARD, WHICH_ROOM, Reply, Said, Understanding, is_stop
 
 
 class Clock:
@@ -328,3 +328,11 @@ def test_the_tail_of_a_stop_gets_no_apology() -> None:
     assert said("talking") == ""
     assert said("talking") != ""  # only right after the stop
     assert said("stop", overlapped=True) == "" and "Turned on" in said("turn on the kitchen light")
+
+
+@pytest.mark.parametrize(("text", "stop"), [
+    ("be quiet please", True), ("ok just stop now", True), ("please stop it", True), ("Never mind, thanks.", True),
+    ("okay", False), ("please", False), ("stop the tv", False), ("please turn off the light", False),
+])
+def test_a_stop_said_with_courtesy_is_still_a_stop(text: str, stop: bool) -> None:
+    assert is_stop(text) is stop
