@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 from typing import Final
 
 from ..arbitration import Arbiter
@@ -53,8 +54,11 @@ class RouterStage(Stage):
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Handle transcripts and text to say; forward the rest."""
         if isinstance(frame, TranscriptFrame):
-            if frame.paused and not await self._stops_the_hub(frame):
-                return
+            if frame.paused:
+                if not await self._stops_the_hub(frame):
+                    return
+                if self._grammar_stop(frame) and not is_stop(frame.text):
+                    frame = replace(frame, text=frame.grammar_text or "", tier="grammar")
             if frame.text:
                 await self._turn(frame)
             return
@@ -72,9 +76,9 @@ class RouterStage(Stage):
         """
         text = frame.text.strip()
         words = text.lower().split()
-        matters = text and not is_backchannel(text) and (
+        matters = self._grammar_stop(frame) or (text and not is_backchannel(text) and (
             is_stop(text) or len(words) >= 3 or is_question(words, text)
-            or self.understanding.agent.recognize(text) is not None)
+            or self.understanding.agent.recognize(text) is not None))
         if not matters:
             await self.push(ResumeFrame())
             return False
@@ -84,6 +88,17 @@ class RouterStage(Stage):
             async with asyncio.timeout(INTERRUPT_PASS_S):
                 await passed.wait()
         return True
+
+    def _grammar_stop(self, frame: TranscriptFrame) -> bool:
+        """The grammar tier heard a stop phrase and Whisper nothing against it (no backchannel, no command).
+
+        Whisper alone often misses a short "stop" under the echo ("Let's talk.", "Start"); the
+        grammar alone fits a listener's "I see" to "cancel": together they decide.
+        """
+        text = frame.text.strip()
+        return (bool(frame.grammar_text) and is_stop(frame.grammar_text or "") and not is_backchannel(text)
+                and not is_question(text.lower().split(), text)
+                and (not text or self.understanding.agent.recognize(text) is None))
 
     async def _turn(self, frame: TranscriptFrame) -> None:
         if self.arbiter is not None and frame.tier != "typed":

@@ -239,6 +239,22 @@ def test_router_decides_a_paused_reply_on_the_words(understanding: Understanding
     assert run(RouterStage(understanding), [frame]).kinds() == kinds
 
 
+@pytest.mark.parametrize(("heard", "grammar", "kinds"), [
+    ("Let's talk.", "stop", ["InterruptionFrame", "ResponseFrame"]),  # Whisper missed a "stop" in the echo
+    ("", "cancel", ["InterruptionFrame", "ResponseFrame"]),
+    ("I see.", "cancel", ["ResumeFrame"]),  # the grammar fitted a listener's words to a stop
+    ("Mm hmm.", "stop", ["ResumeFrame"]),
+    ("turn on the kitchen light", "stop", ["InterruptionFrame", "IntentFrame", "SpeakFrame", "ResponseFrame"]),
+])
+def test_router_stops_a_paused_reply_when_the_grammar_heard_stop_and_whisper_nothing_else(
+        understanding: Understanding, heard: str, grammar: str, kinds: list[str]) -> None:
+    frame = TranscriptFrame(heard, "open", 0.5, grammar_text=grammar, overlapped=True, paused=True)
+    out = run(RouterStage(understanding), [frame])
+    assert out.kinds() == kinds
+    if kinds[-1] == "ResponseFrame" and len(kinds) == 2:
+        assert out.of(ResponseFrame)[0].text == ""  # quiet: no apology for what Whisper made of it
+
+
 def test_router_passes_what_was_played_upstream(understanding: Understanding) -> None:
     out = run(RouterStage(understanding), [(SpokenFrame("Hello there."), Direction.UPSTREAM)])
     assert out.of(SpokenFrame, up=True) == [SpokenFrame("Hello there.")]
