@@ -28,21 +28,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "buffer.h"
+
 /* the resampler's filter: taps per side at the output's band edge, Kaiser-like window */
 #define HALF_TAPS 16
-
-static int get_buffer(PyObject *obj, Py_buffer *view, const char *fmt, int writable, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    if (view->itemsize != (fmt[0] == 'h' ? 2 : 4) || (view->format && strcmp(view->format, fmt) != 0 &&
-                                                       !(fmt[0] == 'h' && strcmp(view->format, "<h") == 0) &&
-                                                       !(fmt[0] == 'f' && strcmp(view->format, "<f") == 0))) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %s buffer", what, fmt[0] == 'h' ? "int16" : "float32");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
 
 static PyObject *frame_rms(PyObject *self, PyObject *arg) {
     Py_buffer b;

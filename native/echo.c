@@ -18,14 +18,16 @@
  * kept, the recogniser is trained with it) -- and only while the hub's voice can be in the
  * room (the reference played within the last echo tail): its gain also dims the onsets of
  * quiet speech, which the wake word and the VAD need whole when the hub is silent. AGC,
- * dereverb and the preprocessor's VAD stay off: the VAD stage decides speech. The GIL is released while the filter runs, so rooms in
- * threads cancel in parallel.
+ * dereverb and the preprocessor's VAD stay off: the VAD stage decides speech. The GIL is
+ * released while the filter runs, so rooms in threads cancel in parallel.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <speex/speex_echo.h>
 #include <speex/speex_preprocess.h>
 #include <string.h>
+
+#include "buffer.h"
 
 typedef struct {
     PyObject_HEAD
@@ -37,13 +39,7 @@ typedef struct {
 } EchoObject;
 
 static int int16_view(PyObject *obj, Py_buffer *view, int writable, const char *what, int samples) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    if (view->itemsize != 2 || (view->format && strcmp(view->format, "h") != 0 && strcmp(view->format, "<h") != 0)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous int16 buffer", what);
-        PyBuffer_Release(view);
-        return -1;
-    }
+    if (get_buffer(obj, view, "h", writable, what) < 0) return -1;
     if (view->len / 2 != samples) {
         PyErr_Format(PyExc_ValueError, "%s has %zd samples, the frame is %d", what, view->len / 2, samples);
         PyBuffer_Release(view);
