@@ -23,7 +23,7 @@ import hassil
 
 from .catalog import Catalog, Entity
 from .grammar import HomeGrammar
-from .grammar.automaton import _ONES, _TENS
+from .grammar.automaton import _ONES, _TENS, NUMBER_WORDS
 from .protocol import IntentData
 from .smalltalk import is_local
 
@@ -33,7 +33,6 @@ HERE: Final = "\u2063here"  # the placeholder room for sentences that need the h
 CUSTOM_SENTENCE_KEY: Final = "hass_custom_sentence"  # as Home Assistant's default agent
 _UNITS: Final = {w: i for i, w in enumerate(_ONES)}
 _TENS_MAP: Final = {w: i * 10 for i, w in enumerate(_TENS) if w != "_"}
-_NUMBER_WORDS: Final = {*_UNITS, *_TENS_MAP, "hundred", "thousand"}
 _SPACE_RE: Final = re.compile(r"\s+")
 _PUNCT_RE: Final = re.compile(r"[.!?,;]+$")
 # Domains an intent acts on when its template names none (Home Assistant's handlers).
@@ -92,7 +91,7 @@ def words_to_digits(text: str) -> str:
 
     for token in text.split():
         word = token.lower()
-        if word in _NUMBER_WORDS:
+        if word in NUMBER_WORDS:
             if total is None:
                 total = 0
             if word in _UNITS:

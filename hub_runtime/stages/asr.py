@@ -48,9 +48,8 @@ from ..frames import (
 )
 from ..grammar import HomeGrammar
 from ..grammar.automaton import (
-    _ONES,
-    _TENS,
     FUNCTION_WORDS,
+    NUMBER_WORDS,
     Snap,
     sentence_distance,
     snap,
@@ -83,7 +82,7 @@ CONTRAST: Final = frozenset(
     "brightness temperature position volume speed color colour percent degrees".split())
 _DIGITS: Final = frozenset(str(n) for n in range(10000))
 # a value said is the user's: snapping never makes "forty g" into "forty eight"
-NUMBERS: Final = frozenset((*_ONES, *(t for t in _TENS if t != "_"), "hundred", "thousand", "half"))
+NUMBERS: Final = NUMBER_WORDS | {"half"}
 # Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
 # these, such a word leaves the polarity open, so neither tier's sentence is taken.
 UN_STEMS: Final = frozenset(w[2:] for w in CONTRAST if w.startswith("un") and w[2:] in CONTRAST)
@@ -215,16 +214,14 @@ class AsrStage(Stage):
         self._utterance = []
         self._utt_samples = 0
         self._speculation = None
-        self._overlapped = False
         preroll = list(self._preroll)
-        overlapped = any(played for _samples, played in preroll)
-        if not overlapped:
+        self._overlapped = any(played for _samples, played in preroll)
+        if not self._overlapped:
             preroll = preroll[-self._preroll_frames:]
-        for i, (samples, played) in enumerate(preroll):
+        for i, (samples, _played) in enumerate(preroll):
             if i >= len(preroll) - self._preroll_frames:  # the older part only for the second tier
                 self._decoder.feed(samples)
             self._add(samples)
-            self._overlapped |= played
         self._preroll.clear()
 
     def _restart(self) -> None:

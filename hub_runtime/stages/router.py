@@ -55,10 +55,10 @@ class RouterStage(Stage):
         """Handle transcripts and text to say; forward the rest."""
         if isinstance(frame, TranscriptFrame):
             if frame.paused:
-                if not await self._stops_the_hub(frame):
+                decided = await self._stops_the_hub(frame)
+                if decided is None:
                     return
-                if self._grammar_stop(frame) and not is_stop(frame.text):
-                    frame = replace(frame, text=frame.grammar_text or "", tier="grammar")
+                frame = decided
             if frame.text:
                 await self._turn(frame)
             return
@@ -69,36 +69,34 @@ class RouterStage(Stage):
             self.understanding.heard(frame.text)
         await self.push(frame, direction)
 
-    async def _stops_the_hub(self, frame: TranscriptFrame) -> bool:
+    async def _stops_the_hub(self, frame: TranscriptFrame) -> TranscriptFrame | None:
         """Short words over the hub's paused reply: go on (a backchannel, a few unclear words), or stop.
 
-        It stops for "stop" and its like, a command, or a question; then the words are a turn.
+        It stops for "stop" and its like, a command, or a question; then the words are a turn:
+        the frame to answer is returned (the grammar's stop when it decided), else None.
         """
         text = frame.text.strip()
         words = text.lower().split()
-        matters = self._grammar_stop(frame) or (text and not is_backchannel(text) and (
-            is_stop(text) or len(words) >= 3 or is_question(words, text)
-            or self.understanding.agent.recognize(text) is not None))
+        said_stop = is_stop(text)
+        recognized = bool(text) and self.understanding.agent.recognize(text) is not None
+        # Whisper alone often misses a short "stop" under the echo ("Let's talk.", "Start"); the
+        # grammar alone fits a listener's "I see" to "cancel": its stop counts unless Whisper
+        # heard a backchannel, a question or a command
+        grammar_stop = (bool(frame.grammar_text) and is_stop(frame.grammar_text or "") and not recognized
+                        and not is_backchannel(text) and not is_question(words, text))
+        matters = grammar_stop or (text and not is_backchannel(text) and (
+            said_stop or len(words) >= 3 or is_question(words, text) or recognized))
         if not matters:
             await self.push(ResumeFrame())
-            return False
+            return None
         passed = asyncio.Event()  # the reply downstream is gone before the new turn's frames follow
         await self.push(InterruptionFrame(done=passed))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(INTERRUPT_PASS_S):
                 await passed.wait()
-        return True
-
-    def _grammar_stop(self, frame: TranscriptFrame) -> bool:
-        """The grammar tier heard a stop phrase and Whisper nothing against it (no backchannel, no command).
-
-        Whisper alone often misses a short "stop" under the echo ("Let's talk.", "Start"); the
-        grammar alone fits a listener's "I see" to "cancel": together they decide.
-        """
-        text = frame.text.strip()
-        return (bool(frame.grammar_text) and is_stop(frame.grammar_text or "") and not is_backchannel(text)
-                and not is_question(text.lower().split(), text)
-                and (not text or self.understanding.agent.recognize(text) is None))
+        if grammar_stop and not said_stop:  # the turn is the stop the grammar heard
+            return replace(frame, text=frame.grammar_text or "", tier="grammar")
+        return frame
 
     async def _turn(self, frame: TranscriptFrame) -> None:
         if self.arbiter is not None and frame.tier != "typed":
