@@ -43,7 +43,8 @@ def _transcript(f: TranscriptFrame) -> p.Event:
     return p.Transcript(text=f.text, tier=f.tier, confidence=round(f.confidence, 3),
                         open_text=f.open_text if f.open_text and f.open_text != f.text else None,
                         grammar_text=f.grammar_text,
-                        grammar_confidence=None if f.grammar_confidence is None else round(f.grammar_confidence, 3))
+                        grammar_confidence=None if f.grammar_confidence is None else round(f.grammar_confidence, 3),
+                        unsure=True if f.unsure else None)
 
 
 def _intent(f: IntentFrame) -> p.Event:

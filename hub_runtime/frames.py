@@ -123,9 +123,10 @@ class EndOfTurnFrame(SystemFrame):
 class TranscriptFrame(DataFrame):
     """The final words of a user turn.
 
-    ``tier`` is "grammar" (pocketsphinx over the home grammar), "snapped" (Whisper
-    snapped onto the grammar), "open" (Whisper's free transcript, outside the grammar) or
-    "typed" (text from the dashboard, handled as if spoken).
+    ``tier`` is "grammar" (a sentence of the home grammar: Whisper's within it, or
+    pocketsphinx's alone when Whisper is off), "open" (Whisper's free transcript, outside
+    the grammar) or "typed" (text from the dashboard, handled as if spoken). ``unsure``:
+    another sentence that means something else was nearly as likely; ask before acting.
     """
 
     text: str
@@ -136,6 +137,7 @@ class TranscriptFrame(DataFrame):
     grammar_confidence: float | None = None
     overlapped: bool = False  # said over the hub's own voice (a barge-in)
     paused: bool = False  # the hub's reply is paused until these words decide (``undecided`` turn)
+    unsure: bool = False  # heard, but not surely: the understanding asks before it acts
 
 
 # -- understanding and replies -------------------------------------------------------------

@@ -169,6 +169,12 @@ def _words(text: str) -> list[str]:
     return _WORD_RE.findall(text.lower().replace("’", "'"))
 
 
+def acts(intent: Intent) -> bool:
+    """Whether carrying the intent out changes something (the home, a timer, a list)."""
+    return not (intent.name in READ_ONLY_INTENTS or intent.name in ANSWERS or is_local(intent.name)
+                or intent.error is not None)
+
+
 def describe(intent: Intent, names: list[str]) -> str:
     """An action as the hub asks about it: "turn on the Kitchen Light"."""
     what = " and ".join(names) if names else "that"
@@ -231,7 +237,8 @@ class Understanding:
 
     # -- a turn -------------------------------------------------------------------------------
     async def turn(self, text: str, *, delegate: bool = False, spoken: bool = True,
-                   conversation: str = VOICE, overlapped: bool = False) -> AsyncIterator[Recognized | Said]:
+                   conversation: str = VOICE, overlapped: bool = False,
+                   unsure: bool = False) -> AsyncIterator[Recognized | Said]:
         """Understand one turn and carry it out; stopping the iteration stops it.
 
         ``delegate``: the asker executes the intent when a controller is set (``ask``).
@@ -239,6 +246,8 @@ class Understanding:
         ``conversation``: whose follow-up this may be (the voice, or an ``ask``'s id).
         ``overlapped``: said over the hub's voice: "stop", "be quiet", a listener's "okay" only
         stopped it (the hub already did), they ask for nothing else.
+        ``unsure``: the words were heard, but not surely (the recogniser found another meaning
+        nearly as likely): an action is asked about first ("Did you say ...?").
         """
         text = text.strip()
         if not any(c.isalnum() for c in text):
@@ -260,6 +269,10 @@ class Understanding:
             if answered:
                 return
         intent = self.agent.recognize(text) if self.prefer_local or self.llm is None else None
+        if intent is not None and unsure and acts(intent):
+            self._pending[conversation] = Pending("confirm", intent, "grammar")
+            yield Said(f"Did you say {' '.join(_words(text))}?", "grammar", expects_reply=True)
+            return
         if intent is not None:
             async for piece in self._intent(intent, "grammar", delegate, conversation):
                 yield piece

@@ -652,7 +652,11 @@ class Partial(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Transcript(Event):
-    """The final words of a turn; ``tier`` is grammar, snapped, open or typed (the dashboard)."""
+    """The final words of a turn; ``tier`` is grammar, open or typed (the dashboard).
+
+    ``unsure``: another sentence that means something else was nearly as likely, so the hub
+    asks before it acts ("Did you say ...?").
+    """
 
     type: ClassVar[str] = "transcript"
     text: str
@@ -661,6 +665,7 @@ class Transcript(Event):
     open_text: str | None = rule_field(None, omit_none=True)
     grammar_text: str | None = rule_field(None, omit_none=True)
     grammar_confidence: float | None = rule_field(None, omit_none=True)
+    unsure: bool | None = rule_field(None, omit_none=True)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audio.format import Int16Array
+from ..grammar.automaton import Dfa
 
 
 class SpeechScorer(Protocol):
@@ -38,18 +39,36 @@ class Synth(Protocol):
 
 
 @dataclass(frozen=True)
+class Heard:
+    """A sentence of the home grammar, as likely as Whisper found it."""
+
+    words: tuple[str, ...]
+    score: float  # log-probability, plus how well its length fits the speech (log-likelihood), less free text's cost
+    forced: float  # what the grammar cost: summed over tokens, the best token's log-prob less this one's
+    logprob: float = 0.0  # Whisper's log-probability of the sentence as written (less free text's cost)
+
+
+@dataclass(frozen=True)
 class WhisperResult:
-    """A free transcript and its mean token log-probability."""
+    """A free transcript, its mean token log-probability, and the grammar's likeliest sentences."""
 
     text: str
     logprob: float
+    sentences: tuple[Heard, ...] = ()  # best first, distinct words; empty without a grammar
+    text_logprob: float | None = None  # the free text's log-probability, scored as the sentences are
 
 
 class Transcriber(Protocol):
-    """Open-vocabulary speech recognition of one utterance (the second tier)."""
+    """Speech recognition of one utterance (the second tier): free, and within a grammar."""
 
-    def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "") -> WhisperResult:
-        """Transcribe float32 audio at the loop's rate with an optional initial prompt."""
+    def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "", *, grammar: Dfa | None = None,
+                   speech_s: float = 0.0, also: tuple[str, ...] = ()) -> WhisperResult:
+        """Transcribe float32 audio at the loop's rate with an optional initial prompt.
+
+        With ``grammar``, also decode within its sentences; ``speech_s`` (how long the
+        person spoke) lets the length of a sentence count; ``also`` is a sentence of the
+        grammar to score as well (another recogniser's).
+        """
         ...
 
 

@@ -4,6 +4,13 @@ Whisper normally pads every input to 30 s; here the encoder gets a window just l
 than the utterance (2-3x faster), the decoder is bounded by the utterance's length,
 and the text is cut at the first sentence end, because short windows make tiny.en
 repeat itself.
+
+One encoding serves two decodes: the free transcript (CTranslate2, with the home's prompt)
+and, given the home grammar, a beam search within its sentences (``whisper_decoder.py``,
+the same weights in numpy): each sentence's log-probability, plus how well its length
+fits the time the person spoke (Whisper alone likes short sentences: "mute" for "mute
+the music in the hallway"), and what the grammar cost against Whisper's own choice of
+tokens (large when the speech is not a sentence of the grammar).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Final
 
@@ -18,14 +26,24 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audio.format import RATE
+from ..grammar.automaton import Dfa
+from ..grammar.pronounce import syllables
+from ..grammar.tokens import TokenGrammar
 from ..text import split_sentences
-from .base import WhisperResult
+from .base import Heard, WhisperResult
+from .whisper_decoder import Encoded, WhisperDecoder, constrained_search, score_segment
 
 _LOGGER = logging.getLogger(__name__)
 
 MIN_WINDOW_S: Final = 3
 MAX_WINDOW_S: Final = 30
 TOKENS_PER_S: Final = 5  # generous bound for speech rate in Whisper tokens
+# The length of a sentence against the speech: syllables per second, log-normal around this
+# rate; a sentence too short for the speech is less likely (sigma in log units, each side).
+SYLLABLES_PER_S: Final = 4.4
+LENGTH_SIGMA_SHORT: Final = 0.35  # the sentence is shorter than the speech (words left out)
+LENGTH_SIGMA_LONG: Final = 0.5  # ... longer (people speak fast)
+NBEST: Final = 5  # sentences kept, distinct words
 
 
 def bundled_model() -> Path:
@@ -56,10 +74,38 @@ class WhisperTranscriber:
         self._multilingual = self._model.model.is_multilingual
         self._lang = tok.token_to_id("<|en|>")
         self._transcribe = tok.token_to_id("<|transcribe|>")
+        self._timestamp_begin = self._notimestamps + 1  # <|0.00|>, then one per 20 ms
         self.beam_size = beam_size
+        self._decoder = WhisperDecoder(Path(path) / "model.bin")
+        self._grammars: dict[int, tuple[Dfa, TokenGrammar]] = {}
+        self._lock = threading.Lock()  # rooms share the model; the grammars' caches grow as they are walked
 
-    def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "") -> WhisperResult:
-        """Transcribe float32 16 kHz audio with an optional initial prompt."""
+    def _new_token_grammar(self, dfa: Dfa) -> TokenGrammar:
+        tok = self._tok
+        return TokenGrammar(dfa, lambda text: list(tok.encode(text, add_special_tokens=False).ids),
+                            lambda ids: str(tok.decode(ids)), end_of_text=self._eot, timestamp=self._timestamp_begin)
+
+    def token_grammar(self, dfa: Dfa) -> TokenGrammar:
+        """The grammar as this model's tokens (made once per automaton; the last few are kept)."""
+        entry = self._grammars.get(id(dfa))
+        if entry is None or entry[0] is not dfa:
+            grammar = self._new_token_grammar(dfa)
+            while len(self._grammars) >= 4:
+                self._grammars.pop(next(iter(self._grammars)))
+            entry = self._grammars[id(dfa)] = (dfa, grammar)
+        return entry[1]
+
+    def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "", *, grammar: Dfa | None = None,
+                   speech_s: float = 0.0, also: tuple[str, ...] = ()) -> WhisperResult:
+        """Transcribe float32 16 kHz audio with an optional initial prompt, and within ``grammar``.
+
+        ``also``: a sentence of the grammar (another recogniser's) to score as well.
+        """
+        with self._lock:
+            return self._transcribe_locked(audio, prompt, grammar, speech_s, also)
+
+    def _transcribe_locked(self, audio: npt.NDArray[np.float32], prompt: str, grammar: Dfa | None,
+                           speech_s: float, also: tuple[str, ...]) -> WhisperResult:
         import ctranslate2
 
         seconds = len(audio) / RATE
@@ -67,7 +113,7 @@ class WhisperTranscriber:
         padded = np.zeros(window * RATE, dtype=np.float32)
         padded[: min(len(audio), len(padded))] = audio[: len(padded)]
         feats = self._features(padded, chunk_length=window)[:, : window * 100]
-        features = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None]))
+        features = self._model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None])))
         tokens: list[int] = []
         if prompt:
             ids = self._tok.encode(" " + prompt.strip(), add_special_tokens=False).ids
@@ -77,16 +123,69 @@ class WhisperTranscriber:
             tokens += [self._lang, self._transcribe]
         tokens.append(self._notimestamps)
         max_new = int(8 + TOKENS_PER_S * seconds)
-        result = self._model.model.generate(
+        # the free decode (CTranslate2, releasing the GIL) runs beside the search within the grammar
+        free = self._model.model.generate(
             features, [tokens], beam_size=self.beam_size, max_length=len(tokens) + max_new,
-            return_scores=True, suppress_blank=True,
+            return_scores=True, suppress_blank=True, asynchronous=True,
         )[0]
+        audio_enc = self._decoder.encode(np.asarray(features)[0].astype(np.float32))
+        stamps = range(self._timestamp_begin, self._timestamp_begin + window * 50 + 1)
+        sentences = self._within(grammar, audio_enc, stamps, speech_s) if grammar is not None else ()
+        if grammar is not None and also and grammar.accepts(also) and all(h.words != also for h in sentences):
+            sentences += self._within(_one_sentence(also), audio_enc, stamps, speech_s, cache=False)[:1]
+        result = free.result()
         ids = [t for t in result.sequences_ids[0] if t < self._eot]
         text = self._tok.decode(ids).strip()
         text = drop_repeats(text)
         text = cut_looping_words(text)
         score = result.scores[0] if result.scores else -10.0
-        return WhisperResult(text=text, logprob=float(score))
+        text_logprob = None
+        if grammar is not None and text:  # how likely Whisper's own words are, written as a sentence is
+            written = list(self._tok.encode(" " + text, add_special_tokens=False).ids)
+            text_logprob = score_segment(self._decoder, audio_enc, self._segment_prefix, written, timestamps=stamps,
+                                         end_of_text=self._eot)
+        return WhisperResult(text=text, logprob=float(score), sentences=sentences, text_logprob=text_logprob)
+
+    @property
+    def _segment_prefix(self) -> list[int]:
+        return [self._sot] + ([self._lang, self._transcribe] if self._multilingual else [])
+
+    def _within(self, dfa: Dfa, audio: Encoded, stamps: range, speech_s: float, *,
+                cache: bool = True) -> tuple[Heard, ...]:
+        """The grammar's likeliest sentences for this encoding (no prompt: the grammar says what may come).
+
+        Written as one timestamped segment: the timestamps tie the sentence to the speech.
+        """
+        grammar = self.token_grammar(dfa) if cache else self._new_token_grammar(dfa)
+        found = constrained_search(self._decoder, audio, grammar, self._segment_prefix,
+                                   fit=lambda words: length_fit(words, speech_s),
+                                   bound=lambda words: length_fit(words, speech_s, longer_only=True),
+                                   timestamps=stamps)
+        out: dict[tuple[str, ...], Heard] = {}
+        for hyp in found:
+            if hyp.words and hyp.words not in out and len(out) < NBEST:
+                out[hyp.words] = Heard(hyp.words, hyp.score, hyp.forced, hyp.logprob)
+        return tuple(out.values())
+
+
+def _one_sentence(words: tuple[str, ...]) -> Dfa:
+    """An automaton of exactly these words (with a wildcard's words as they are)."""
+    return Dfa([{word: i + 1} for i, word in enumerate(words)] + [{}], {len(words)})
+
+
+def length_fit(words: tuple[str, ...], speech_s: float, *, longer_only: bool = False) -> float:
+    """Log-likelihood (at most 0) that these words last ``speech_s`` seconds when spoken.
+
+    ``longer_only``: 0 unless the words are already too long for the speech (more words can
+    only make that worse: the best a sentence going on from them can get).
+    """
+    if speech_s <= 0 or not words:
+        return 0.0
+    z = float(np.log(speech_s * SYLLABLES_PER_S / syllables(words)))
+    if longer_only and z > 0:
+        return 0.0
+    z /= LENGTH_SIGMA_SHORT if z > 0 else LENGTH_SIGMA_LONG
+    return -0.5 * z * z
 
 
 def drop_repeats(text: str) -> str:

@@ -3,8 +3,9 @@
 One :class:`HomeGrammar` holds both views of the same language:
 
 * the hassil ``Intents`` and slot lists that the NLU matches text against;
-* the minimal word DFA that the grammar tier of the recogniser decodes with,
-  that end-of-turn asks about completeness, and that Whisper output snaps to.
+* the minimal word DFA that the grammar tier of the recogniser decodes with and
+  that end-of-turn asks about completeness; and one with the wildcards kept
+  (:meth:`HomeGrammar.spoken_dfa`), that Whisper decodes within.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from importlib import resources
 from typing import Any, Final
 
 import hassil
-from hassil.intents import RangeSlotList, TextSlotList, TextSlotValue
+from hassil.intents import RangeSlotList, TextSlotList, TextSlotValue, WildcardSlotList
 
 from ..catalog import Catalog, Entity
 from ..protocol import SUPPORTED_INTENTS
 from ..smalltalk import ANSWERS
 from ..smalltalk import INTENTS as SMALL_TALK
 from .automaton import (
+    WILDCARD,
     Dfa,
     Nfa,
     TemplateCompiler,
@@ -159,6 +161,7 @@ class HomeGrammar:
         }
         self._dfa: Dfa | None = None
         self._commands_dfa: Dfa | None = None
+        self._spoken: dict[bool, Dfa] = {}
         self._dfa_lock = threading.Lock()
         self.build_s = 0.0  # of the automaton (built on first use: text alone needs none)
 
@@ -187,7 +190,20 @@ class HomeGrammar:
                 self._commands_dfa = self._compile(exclude=ANSWERS)
             return self._commands_dfa
 
-    def _compile(self, exclude: frozenset[str] = frozenset()) -> Dfa:
+    def spoken_dfa(self, *, answering: bool = False) -> Dfa:
+        """The automaton Whisper decodes with: the wildcards kept as the word ``*`` (free text).
+
+        Without ``answering``, the answers to the hub's questions are left out, as in
+        :attr:`commands_dfa`.
+        """
+        with self._dfa_lock:
+            dfa = self._spoken.get(answering)
+            if dfa is None:
+                dfa = self._spoken[answering] = self._compile(exclude=frozenset() if answering else ANSWERS,
+                                                              wildcards=True)
+            return dfa
+
+    def _compile(self, exclude: frozenset[str] = frozenset(), *, wildcards: bool = False) -> Dfa:
         nfa = Nfa.empty()
         body_start, body_end = nfa.new_state(), nfa.new_state()
         nfa.add(0, "", body_start)
@@ -205,13 +221,13 @@ class HomeGrammar:
                 excludes = dict(data.excludes_context or {})
                 local_rules = {**rules, **(getattr(data, "expansion_rules", None) or {})}
                 compiler = TemplateCompiler(nfa, local_rules, functools.partial(
-                    self._list_values, requires=requires, excludes=excludes, data=data))
+                    self._list_values, requires=requires, excludes=excludes, data=data, wildcards=wildcards))
                 for sentence in data.sentences:
                     compiler.add_sentence(sentence_expression(sentence), body_start, body_end)
         return minimize(nfa)
 
     def _list_values(
-        self, ref: Any, requires: dict[str, Any], excludes: dict[str, Any], data: Any,
+        self, ref: Any, requires: dict[str, Any], excludes: dict[str, Any], data: Any, wildcards: bool = False,
     ) -> list[list[str]] | list[Any] | None:
         name = ref.list_name
         if name == "name":
@@ -232,7 +248,9 @@ class HomeGrammar:
                     for n in range(slot_list.start, stop + 1, slot_list.step)]
         if isinstance(slot_list, TextSlotList):
             return [v.text_in for v in slot_list.values]
-        return None  # a wildcard (a list item, a message, a timer's name): the second tier hears it
+        if wildcards and isinstance(slot_list, WildcardSlotList):
+            return [[WILDCARD]]  # a list item, a message, a timer's name: free text
+        return None  # a wildcard where free text cannot be decoded (the grammar tier)
 
     # -- queries ------------------------------------------------------------------------
     def is_complete(self, words: list[str]) -> bool:

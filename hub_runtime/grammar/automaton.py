@@ -2,8 +2,8 @@
 
 The DFA is what the grammar tier of the recogniser decodes with (written as a
 pocketsphinx FSG file), what the turn stage asks "is this already a complete
-command?", and what the second tier snaps a free transcript onto (the accepted
-sentence at the smallest weighted edit distance).
+command?", and what Whisper decodes within (``tokens.py``: the same words as tokens,
+wildcards kept as the word ``*``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import hassil
 
 EPS: Final = ""
+WILDCARD: Final = "*"  # the word for free text (a template's wildcard) in automata that keep them
 STRING_SET_CAP: Final = 512  # largest local expansion of pure-text alternatives
 _WORD_RE: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)*")
 
@@ -290,7 +291,6 @@ class Dfa:
         """Hold transitions (one dict per state) and the accepting states."""
         self.trans = trans
         self.accepting = accepting
-        self._order: list[int] | None = None
 
     @property
     def num_states(self) -> int:
@@ -320,26 +320,6 @@ class Dfa:
     def is_prefix(self, words: Iterable[str]) -> bool:
         """Whether the words can still grow into a sentence."""
         return self.walk(words) is not None
-
-    def topological_order(self) -> list[int]:
-        """States in an order where every arc goes forward (the language is finite)."""
-        if self._order is None:
-            indeg = [0] * self.num_states
-            for t in self.trans:
-                for dst in t.values():
-                    indeg[dst] += 1
-            order, stack = [], [s for s in range(self.num_states) if indeg[s] == 0]
-            while stack:
-                s = stack.pop()
-                order.append(s)
-                for dst in self.trans[s].values():
-                    indeg[dst] -= 1
-                    if indeg[dst] == 0:
-                        stack.append(dst)
-            if len(order) != self.num_states:
-                raise ValueError("the grammar has a cycle; snapping needs a finite language")
-            self._order = order
-        return self._order
 
     def write_fsg(self, path: Path, name: str = "home") -> None:
         """Write the automaton in pocketsphinx's FSG text format (one extra final state)."""
@@ -422,118 +402,3 @@ FUNCTION_WORDS: Final = frozenset(
     "the a an is are of to in at my our your me it its this that please can could would you "
     "for and be".split()
 )
-
-
-def content_words(words: Iterable[str]) -> int:
-    """How many words carry meaning."""
-    return sum(1 for w in words if w not in FUNCTION_WORDS)
-
-
-@dataclass(frozen=True)
-class Snap:
-    """The accepted sentence nearest to a free transcript."""
-
-    words: tuple[str, ...]
-    cost: float  # weighted edits
-    heard: tuple[str, ...]  # the transcript's words
-
-    @property
-    def ratio(self) -> float:
-        """Edits per content word (of the longer of the two): function words do not dilute it."""
-        return self.cost / max(1, content_words(self.words), content_words(self.heard))
-
-
-_T = TypeVar("_T")
-
-
-def edit_distance(a: Sequence[_T], b: Sequence[_T], substitution: Callable[[_T, _T], float]) -> float:
-    """Levenshtein distance with unit insertions and deletions and a weighted substitution."""
-    prev = [float(j) for j in range(len(b) + 1)]
-    for i in range(1, len(a) + 1):
-        cur = [float(i)] + [0.0] * len(b)
-        for j in range(1, len(b) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + substitution(a[i - 1], b[j - 1]))
-        prev = cur
-    return prev[len(b)]
-
-
-def _differ(x: str, y: str) -> float:
-    return float(x != y)
-
-
-def word_distance(a: str, b: str) -> float:
-    """Substitution cost of one word for another: 0 same, up to 1 unrelated."""
-    if a == b:
-        return 0.0
-    return min(1.0, 0.15 + edit_distance(a, b, _differ) / max(len(a), len(b)))
-
-
-LEADING_INSERT_COST: Final = 0.5  # a heard word before the command starts
-
-
-def sentence_distance(a: Sequence[str], b: Sequence[str]) -> float:
-    """Weighted word edit distance, with :func:`word_distance` for substitutions."""
-    return edit_distance(a, b, word_distance)
-
-
-def snap(dfa: Dfa, heard: Sequence[str], *, skip_cost: float = 1.0) -> Snap | None:
-    """The accepted sentence with the least weighted edit distance to ``heard``.
-
-    Dynamic programming over (state, position): a grammar word not heard costs
-    ``skip_cost``, a heard word not in the sentence costs 1, a substitution costs
-    :func:`word_distance`. The language is finite, so states go in topological order.
-    """
-    n = len(heard)
-    inf = float("inf")
-    order = dfa.topological_order()
-    cost = [[inf] * (n + 1) for _ in range(dfa.num_states)]
-    back: list[list[tuple[int, int, str | None] | None]] = [
-        [None] * (n + 1) for _ in range(dfa.num_states)
-    ]
-    cost[0][0] = 0.0
-    for i in range(1, n + 1):  # leading words Whisper added ("cut the turn on ...")
-        cost[0][i] = cost[0][i - 1] + LEADING_INSERT_COST
-        back[0][i] = (0, i - 1, None)
-    sub_cache: dict[tuple[str, str], float] = {}
-    for s in order:
-        row = cost[s]
-        # insertions (heard words with no grammar word) within state s
-        for i in range(1, n + 1):
-            if s == 0:
-                break
-            if row[i - 1] + 1.0 < row[i]:
-                row[i] = row[i - 1] + 1.0
-                back[s][i] = (s, i - 1, None)
-        for word, dst in dfa.trans[s].items():
-            drow = cost[dst]
-            for i in range(n + 1):
-                base = row[i]
-                if base == inf:
-                    continue
-                if base + skip_cost < drow[i]:  # grammar word not heard
-                    drow[i] = base + skip_cost
-                    back[dst][i] = (s, i, word)
-                if i < n:
-                    key = (word, heard[i])
-                    sub = sub_cache.get(key)
-                    if sub is None:
-                        sub = sub_cache[key] = word_distance(word, heard[i])
-                    if base + sub < drow[i + 1]:
-                        drow[i + 1] = base + sub
-                        back[dst][i + 1] = (s, i, word)
-    best_state, best = None, inf
-    for s in dfa.accepting:
-        if cost[s][n] < best:
-            best_state, best = s, cost[s][n]
-    if best_state is None:
-        return None
-    words: list[str] = []
-    s, i = best_state, n
-    while (s, i) != (0, 0):
-        step = back[s][i]
-        if step is None:
-            break
-        s, i, label = step
-        if label is not None:
-            words.append(label)
-    return Snap(words=tuple(reversed(words)), cost=best, heard=tuple(heard))

@@ -7,14 +7,13 @@ A word missing from the dictionary ("zigbee", "hows") is phonemised by espeak-ng
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Final
-
-from .automaton import edit_distance
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -32,6 +31,19 @@ IPA_TO_ARPABET: Final = [
     ("w", "W"), ("z", "Z"), ("ʒ", "ZH"), ("ɾ", "T"), ("ʔ", "T"), ("x", "K"), ("ɬ", "L"),
 ]
 _IGNORED: Final = set("ˈˌː-_'. ̩")
+
+
+_VOWEL_GROUP: Final = re.compile(r"[aeiouy]+")
+
+
+def syllables(words: Iterable[str]) -> int:
+    """About how many syllables the words have when spoken (vowel groups, a final silent "e" left out)."""
+    total = 0
+    for word in words:
+        word = word.lower()
+        silent = word.endswith("e") and len(word) > 3 and not word.endswith(("le", "ee"))
+        total += max(1, len(_VOWEL_GROUP.findall(word)) - silent)
+    return total
 
 
 def ipa_to_arpabet(ipa: str) -> list[str]:
@@ -106,50 +118,3 @@ def build_dictionary(words: Iterable[str], cmudict: Path, out: Path) -> list[str
         _LOGGER.debug("generated pronunciation %s -> %s (%s)", word, phones, ipa)
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return missing
-
-
-# -- comparing what two recognisers heard, by sound ------------------------------------------------
-_VOWELS: Final = frozenset("AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split())
-_NEAR: Final = frozenset(frozenset(p) for p in (
-    ("P", "B"), ("T", "D"), ("K", "G"), ("S", "Z"), ("F", "V"), ("CH", "JH"), ("TH", "DH"), ("SH", "ZH"),
-    ("M", "N"), ("N", "NG"), ("TH", "F"), ("DH", "D"), ("L", "R"), ("W", "V"), ("S", "SH"),
-))
-_DROP: Final = frozenset({"HH"})  # too weak to count
-
-
-class Phonetics:
-    """Words as ARPAbet phones (the CMU dictionary, espeak-ng for the rest), compared by sound."""
-
-    def __init__(self, cmudict: Path) -> None:
-        """Use this dictionary (the acoustic model's)."""
-        self._dict = _cmudict(str(cmudict))
-        self._guessed: dict[str, tuple[str, ...]] = {}
-
-    def phones(self, words: Iterable[str]) -> tuple[str, ...]:
-        """The phones of the words, run together (word boundaries do not count)."""
-        words = [w for w in words if w]
-        unknown = [w for w in dict.fromkeys(words) if w not in self._dict and w not in self._guessed]
-        for word, ipa in zip(unknown, espeak_ipa(unknown), strict=True):
-            self._guessed[word] = tuple(ipa_to_arpabet(ipa) or ipa_to_arpabet(word))
-        out: list[str] = []
-        for word in words:
-            if word in self._dict:
-                out += self._dict[word][0].split()
-            else:
-                out += self._guessed[word]
-        return tuple(p.rstrip("012") for p in out if p.rstrip("012") not in _DROP)
-
-    def distance(self, a: Iterable[str], b: Iterable[str]) -> float:
-        """Edit distance between two word sequences by sound, per phone of the longer (0 same, ~1 unrelated)."""
-        pa, pb = self.phones(a), self.phones(b)
-        if not pa or not pb:
-            return 0.0 if pa == pb else 1.0
-        return edit_distance(pa, pb, _phone_cost) / max(len(pa), len(pb))
-
-
-def _phone_cost(a: str, b: str) -> float:
-    if a == b:
-        return 0.0
-    if (a in _VOWELS and b in _VOWELS) or frozenset((a, b)) in _NEAR:
-        return 0.4
-    return 1.0

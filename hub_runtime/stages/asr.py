@@ -1,16 +1,23 @@
 """ASR stage: the two-tier recogniser.
 
 * Grammar tier — pocketsphinx over the home grammar, fed every frame of an open
-  utterance; a partial hypothesis whenever it changes.
+  utterance; a partial hypothesis whenever it changes (end of turn asks whether it is
+  already a full command).
 * Second tier — Whisper tiny.en on a short window, started speculatively the moment
-  the user falls silent (so it runs while end-of-turn waits), its text snapped to the
-  nearest sentence of the grammar.
+  the user falls silent (so it runs while end-of-turn waits): a free transcript, and a
+  beam search within the home grammar's sentences (wildcards decoded as free text).
 
-At end of turn the grammar tier's hypothesis is taken at once when it is a complete
-command with confident words, heard while the hub was silent; otherwise the second
-tier decides, and speech that is not a home command keeps Whisper's open transcript.
-An utterance that overlaps the hub's own playback (a barge-in) always goes to the
-second tier: the echo canceller's residue makes the grammar tier's words unreliable.
+At end of turn Whisper's likeliest sentence of the grammar is the transcript when the
+grammar cost little against Whisper's own choice of tokens (``MAX_FORCED``: speech that is
+not a sentence of the grammar costs much more) and Whisper's own words are not far likelier
+(``MAX_LIKELIER``). It is ``unsure`` (the understanding asks before acting) when its
+meaning has less than ``MIN_SHARE`` of the likeliest sentences' probability (others mean
+another intent, target or value; the same sentence with words left out does not count),
+when it is a bare name (a command cut short: "coffee maker [off]"), when Whisper's own
+words leave its polarity open ("and pause": unpause?), are a question where the sentence is
+not, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
+``open``) and is understood as text; pocketsphinx's words never decide alone, but the
+sentence they make counts more, and wins when it is Whisper's with words more.
 
 Speech over the hub too short to open a turn (a ``blip`` end of turn) is transcribed from
 the pre-roll alone; only a stop phrase in it reaches the router as words.
@@ -25,6 +32,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import math
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -33,9 +41,9 @@ from typing import Final
 import numpy as np
 
 from ..agent import Agent, HomeModel
-from ..audio.format import Int16Array, samples_to_ms
-from ..engines.base import Transcriber, WhisperResult
-from ..engines.pocketsphinx import MODEL_DIR, GrammarDecoder, GrammarHypothesis
+from ..audio.format import RATE, Int16Array, samples_to_ms
+from ..engines.base import Heard, Transcriber, WhisperResult
+from ..engines.pocketsphinx import GrammarDecoder, GrammarHypothesis
 from ..frames import (
     EndOfTurnFrame,
     Frame,
@@ -47,19 +55,11 @@ from ..frames import (
     WakeWordFrame,
 )
 from ..grammar import HomeGrammar
-from ..grammar.automaton import (
-    FUNCTION_WORDS,
-    NUMBER_WORDS,
-    Snap,
-    sentence_distance,
-    snap,
-    tokenize,
-    word_distance,
-)
-from ..grammar.pronounce import Phonetics
+from ..grammar.automaton import FUNCTION_WORDS, Dfa, tokenize
+from ..grammar.pronounce import syllables
 from ..grammar.sample import sample_sentences
-from ..nlu import words_to_digits
 from ..pipeline import Direction, Stage
+from ..protocol import TIMER_INTENTS
 from ..settings import AsrSettings
 from ..text import is_question
 from ..understanding import is_stop
@@ -71,21 +71,16 @@ PREROLL_MS: Final = 300  # audio kept from before speech_start
 # after the onset), and the first word ("close", "turn off") is the one that decides; the
 # suppressor has removed most of the hub's own voice from what comes before the onset
 OVERLAP_PREROLL_MS: Final = 600
-SNAP_MAX_RATIO: Final = 0.34  # weighted edits per content word for a snap to count
-AGREEMENT_MARGIN: Final = 0.3  # edits by which Whisper may prefer its snap over the grammar tier
-MEND_DISTANCE: Final = 0.5  # a heard word snapping may mend into a name or a deciding word
-PHONETIC_AGREEMENT: Final = 0.25  # phone edits per phone: Whisper's words sound like the grammar tier's
-# words that decide what happens: two tiers agree only when they say the same of these
-CONTRAST: Final = frozenset(
-    "on off open close closed shut lock locked unlock unlocked up down start stop pause unpause play resume mute "
-    "unmute increase decrease raise lower yes no cancel add remove not activate deactivate enable disable "
-    "brightness temperature position volume speed color colour percent degrees".split())
-_DIGITS: Final = frozenset(str(n) for n in range(10000))
-# a value said is the user's: snapping never makes "forty g" into "forty eight"
-NUMBERS: Final = NUMBER_WORDS | {"half"}
+MAX_FORCED: Final = 10.0  # nats the grammar may cost against Whisper's own tokens (more: not a home sentence)
+MAX_LIKELIER: Final = 8.0  # nats by which Whisper's own words may be likelier than the sentence (more: not one)
+MIN_SHARE: Final = 0.9  # the best sentence's meaning, among the likeliest sentences: less is unsure, ask first
+AGREEMENT_NATS: Final = 2.0  # the sentence pocketsphinx heard too counts this much more
+COVERAGE_NATS: Final = 3.0  # ... and, holding Whisper's with words more, wins when no more than this less likely
+# slots of free text: their spelling is not a different action ("apple" or "apples" on the list)
+FREE_SLOTS: Final = frozenset({"message", "item", "search_query", "media_class"})
 # Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
-# these, such a word leaves the polarity open, so neither tier's sentence is taken.
-UN_STEMS: Final = frozenset(w[2:] for w in CONTRAST if w.startswith("un") and w[2:] in CONTRAST)
+# these, such a word leaves the polarity open.
+UN_STEMS: Final = frozenset({"mute", "pause", "lock"})
 UN_SOUNDS: Final = frozenset("un an and en in um uh ann anne".split())
 UN_PREFIXES: Final = frozenset("a an en in em um ah".split())  # fused: "amute", "enlock"
 MIN_SPECULATE_MS: Final = 300  # shortest utterance worth a speculative pass
@@ -137,15 +132,18 @@ class AsrStage(Stage):
         self._decoder: GrammarDecoder | None = None
         self._model: HomeModel | None = None
         self._next_decoder: GrammarDecoder | None = None
-        self._preroll: deque[tuple[Int16Array, bool]] = deque(maxlen=max(1, OVERLAP_PREROLL_MS // frame_ms))
+        # (samples, the hub was playing, the VAD heard speech) of the frames before speech_start
+        self._preroll: deque[tuple[Int16Array, bool, bool]] = deque(maxlen=max(1, OVERLAP_PREROLL_MS // frame_ms))
         self._preroll_frames = max(1, PREROLL_MS // frame_ms)
         self._utterance: list[Int16Array] = []
         self._overlapped = False  # the utterance overlaps the hub's playback
+        self._answering = False  # the utterance answers a question of the hub's
         self._utt_samples = 0
+        self._speech: tuple[int, int] | None = None  # first and last sample of speech in the utterance
+        self._complete: tuple[str, ...] = ()  # the grammar tier's words so far, when a whole sentence
         self._silent_ms = 0
         self._speculation: _Speculation | None = None
         self._whisper_lock = asyncio.Lock()
-        self.phonetics = Phonetics(MODEL_DIR / "cmudict-en-us.dict")
         self._name_words: tuple[HomeModel, frozenset[str]] | None = None
         self._prompt: tuple[HomeModel, str] | None = None
         self._question = ""  # the hub's question the next utterance answers
@@ -153,9 +151,17 @@ class AsrStage(Stage):
     async def start(self) -> None:
         """Build the decoder for the current grammar, then start the queues."""
         self._model = self.agent.model
-        self._decoder = await asyncio.to_thread(GrammarDecoder, self._model.grammar)
+        self._decoder = await asyncio.to_thread(self._build, self._model)
         self._prompt = (self._model, await asyncio.to_thread(whisper_prompt, self._model.grammar))
         await super().start()
+
+    def _build(self, model: HomeModel) -> GrammarDecoder:
+        """The grammar tier's decoder, and the automata Whisper decodes with (slow: a worker thread)."""
+        decoder = GrammarDecoder(model.grammar)
+        if self.whisper is not None:
+            model.grammar.spoken_dfa(answering=False)
+            model.grammar.spoken_dfa(answering=True)
+        return decoder
 
     async def cleanup(self) -> None:
         """Remove grammar files."""
@@ -166,7 +172,7 @@ class AsrStage(Stage):
     async def reload(self) -> None:
         """Build a decoder for the agent's new grammar off the loop; swap between utterances."""
         model = self.agent.model
-        decoder = await asyncio.to_thread(GrammarDecoder, model.grammar)
+        decoder = await asyncio.to_thread(self._build, model)
         prompt = await asyncio.to_thread(whisper_prompt, model.grammar)
         self._next_decoder, self._model, self._prompt = decoder, model, (model, prompt)
         if self._decoder is None or not self._decoder.is_open:
@@ -210,18 +216,20 @@ class AsrStage(Stage):
         assert self._decoder is not None
         if self._decoder.is_open:
             return
-        self._decoder.start(answering=bool(self._question))
+        self._answering = bool(self._question)
+        self._decoder.start(answering=self._answering)
         self._utterance = []
         self._utt_samples = 0
+        self._speech, self._complete = None, ()
         self._speculation = None
         preroll = list(self._preroll)
-        self._overlapped = any(played for _samples, played in preroll)
+        self._overlapped = any(played for _samples, played, _speech in preroll)
         if not self._overlapped:
             preroll = preroll[-self._preroll_frames:]
-        for i, (samples, _played) in enumerate(preroll):
+        for i, (samples, _played, speech) in enumerate(preroll):
             if i >= len(preroll) - self._preroll_frames:  # the older part only for the second tier
                 self._decoder.feed(samples)
-            self._add(samples)
+            self._add(samples, speech)
         self._preroll.clear()
 
     def _restart(self) -> None:
@@ -231,11 +239,20 @@ class AsrStage(Stage):
             return
         decoder.end()
         decoder.start()
-        self._utterance, self._utt_samples, self._speculation = [], 0, None
+        self._utterance, self._utt_samples, self._speculation, self._speech = [], 0, None, None
+        self._complete = ()
 
-    def _add(self, samples: Int16Array) -> None:
+    def _add(self, samples: Int16Array, speech: bool) -> None:
+        if speech:
+            first = self._speech[0] if self._speech is not None else self._utt_samples
+            self._speech = (first, self._utt_samples + len(samples))
         self._utterance.append(samples)
         self._utt_samples += len(samples)
+
+    @property
+    def _speech_s(self) -> float:
+        """How long the person spoke in this utterance (first to last frame of speech)."""
+        return 0.0 if self._speech is None else (self._speech[1] - self._speech[0]) / RATE
 
     async def _audio(self, frame: InputAudioFrame) -> None:
         decoder = self._decoder
@@ -243,14 +260,15 @@ class AsrStage(Stage):
         samples = frame.audio.samples_i16
         played = frame.reference is not None and bool(np.any(frame.reference))
         if not decoder.is_open:
-            self._preroll.append((samples, played))
+            self._preroll.append((samples, played, frame.speech))
             return
         self._overlapped |= played
         partial = decoder.feed(samples)
-        self._add(samples)
+        self._add(samples, frame.speech)
         if partial is not None and partial:
             words = partial.split()
             complete = self.agent.model.grammar.is_complete(words)
+            self._complete = tuple(words) if complete else ()
             await self.push(PartialTranscriptFrame(text=partial, complete=complete))
         if frame.speech:
             self._speculation = None  # speech goes on: an earlier pass is stale
@@ -271,13 +289,21 @@ class AsrStage(Stage):
             return
         audio, prompt = self._audio_so_far(), self.prompt
         _LOGGER.debug("speculative whisper pass on %d ms", samples_to_ms(len(audio)))
-        task = self.spawn(self._run_whisper(audio, prompt), "whisper", interruptible=False)
+        task = self.spawn(self._run_whisper(audio, prompt, self._spoken_dfa(), self._speech_s, self._complete),
+                          "whisper", interruptible=False)
         self._speculation = _Speculation(self._utt_samples, task)
 
-    async def _run_whisper(self, audio: np.ndarray, prompt: str) -> WhisperResult:
+    def _spoken_dfa(self) -> Dfa:
+        """The automaton Whisper decodes this utterance with (built already: see ``_build``)."""
+        model = self._model or self.agent.model
+        return model.grammar.spoken_dfa(answering=self._answering)
+
+    async def _run_whisper(self, audio: np.ndarray, prompt: str, grammar: Dfa | None = None,
+                           speech_s: float = 0.0, also: tuple[str, ...] = ()) -> WhisperResult:
         assert self.whisper is not None
         async with self._whisper_lock:  # one pass at a time on the 2 cores
-            return await asyncio.to_thread(self.whisper.transcribe, audio, prompt)
+            return await asyncio.to_thread(functools.partial(self.whisper.transcribe, audio, prompt,
+                                                             grammar=grammar, speech_s=speech_s, also=also))
 
     def _close(self, eot: EndOfTurnFrame) -> None:
         decoder = self._decoder
@@ -288,14 +314,16 @@ class AsrStage(Stage):
         hyp = decoder.end()
         audio = self._audio_so_far()
         speculation, overlapped = self._speculation, self._overlapped
-        self._speculation, self._utterance, self._utt_samples = None, [], 0
+        dfa, speech_s = (self._spoken_dfa(), self._speech_s) if self.whisper is not None else (None, 0.0)
+        self._speculation, self._utterance, self._utt_samples, self._speech = None, [], 0, None
+        self._complete = ()
         self._silent_ms, self._overlapped = 0, False
         self._swap()
         if eot.discard:
             return
         prompt, self._question = self.prompt, ""  # a question is answered once
-        self.spawn(self._finish(hyp, audio, speculation, prompt, overlapped=overlapped, paused=eot.undecided),
-                   "finish", interruptible=False)
+        self.spawn(self._finish(hyp, audio, speculation, prompt, dfa, speech_s, overlapped=overlapped,
+                                paused=eot.undecided), "finish", interruptible=False)
 
     async def _blip(self) -> None:
         """Short speech over the hub that never became a turn: a stop phrase stops it, anything else is dropped.
@@ -303,7 +331,7 @@ class AsrStage(Stage):
         The transcript is paused (the router resumes the reply for an empty one); Whisper's
         words stay in ``open_text`` for the event log.
         """
-        audio = (np.concatenate([s for s, _played in self._preroll]) if self._preroll
+        audio = (np.concatenate([s for s, _played, _speech in self._preroll]) if self._preroll
                  else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
         heard = ""
         if self.whisper is not None and len(audio):
@@ -312,13 +340,12 @@ class AsrStage(Stage):
                                overlapped=True, paused=True)
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray, speculation: _Speculation | None,
-                      prompt: str, *, overlapped: bool = False, paused: bool = False) -> None:
-        say = functools.partial(self._transcript, overlapped=overlapped, paused=paused)
-        grammar = self.agent.model.grammar
-        complete = grammar.is_complete(list(hyp.words))
+                      prompt: str, dfa: Dfa | None, speech_s: float, *, overlapped: bool = False,
+                      paused: bool = False) -> None:
+        say = functools.partial(self._transcript, overlapped=overlapped, paused=paused, grammar=hyp)
         if self.whisper is None:  # the grammar tier alone (configured so): only its confident words
             if hyp.words and hyp.confidence >= self.settings.confidence:
-                await say(hyp.text, "grammar", hyp.confidence, grammar=hyp)
+                await say(hyp.text, "grammar", hyp.confidence)
             else:
                 await say("", "open", 0.0)
             return
@@ -327,67 +354,68 @@ class AsrStage(Stage):
             _LOGGER.debug("speculation on %d of %d ms", samples_to_ms(speculation.samples),
                           samples_to_ms(len(audio)))
         else:
-            result = await self._run_whisper(audio, prompt)
-        heard = tokenize(result.text)
-        snapped = snap(grammar.dfa, heard) if heard else None
-        asked = is_question(heard, result.text) or is_question(list(hyp.words))
-        if _polarity_unclear(heard):
-            await say(result.text, "open", 0.0, open_text=result.text, grammar=hyp)
+            result = await self._run_whisper(audio, prompt, dfa, speech_s, hyp.words)
+        choice = await asyncio.to_thread(self._choose, result, hyp.words)
+        if choice is None:
+            # Whisper's own words: the understanding matches them as typed text, or nothing acts
+            await say(result.text, "open", float(np.exp(result.logprob)), open_text=result.text)
             return
-        agreement = sentence_distance(hyp.words, heard)
-        if complete and (is_question(list(hyp.words)) or not asked) and (
-                (snapped is not None and snapped.words != hyp.words
-                 and agreement <= snapped.cost + AGREEMENT_MARGIN
-                 and Snap(hyp.words, agreement, tuple(heard)).ratio <= SNAP_MAX_RATIO)
-                or self._sounds_alike(list(hyp.words), heard)) and self._keeps_names(hyp.words, heard):
-            # both tiers support the grammar tier's sentence: two models agree
-            await say(hyp.text, "grammar", hyp.confidence, open_text=result.text,
-                                   grammar=hyp)
-        elif (snapped is not None and snapped.ratio <= SNAP_MAX_RATIO
-              and (is_question(list(snapped.words)) or not asked)
-              and self._supported(list(snapped.words), heard)):
-            await say(" ".join(snapped.words), "snapped",
-                                   max(0.0, 1.0 - snapped.ratio), open_text=result.text, grammar=hyp)
-        else:
-            # Whisper's own words: the understanding matches them as typed text, or nothing acts.
-            # (Never the grammar tier's words alone: it fits any speech to some command.)
-            await say(result.text, "open", float(np.exp(result.logprob)),
-                                   open_text=result.text, grammar=hyp)
+        words, confidence, unsure = choice
+        await say(" ".join(words), "grammar", confidence, open_text=result.text, unsure=unsure)
 
-    def _supported(self, sentence: list[str], heard: list[str]) -> bool:
-        """A snapped sentence keeps what Whisper heard: its names, rooms and deciding words.
+    def _choose(self, result: WhisperResult,
+                grammar_words: tuple[str, ...] = ()) -> tuple[tuple[str, ...], float, bool] | None:
+        """The grammar's sentence to take, how sure (its share among the likeliest), and whether to ask first.
 
-        Snapping may mend a word ("lite" → "light"), never put another room, device or
-        direction in its place ("in here" → "in the garage", "on" → "off"), and it must account
-        for at least half of the words that carry meaning: dropping the rest is not mending
-        ("turn lam pause" is not "pause"); the values said stay as said.
+        The sentence the grammar tier (pocketsphinx) heard counts ``AGREEMENT_NATS`` more: two
+        recognisers agree on it.
         """
-        content = [h for h in heard if h not in FUNCTION_WORDS]
-        kept = sum(1 for h in content if h in sentence or self._mends(h, sentence))
-        if 2 * kept < len(content):
-            return False
-        if [w for w in sentence if w in NUMBERS] != [h for h in heard if h in NUMBERS]:
-            return False  # a value added, changed or dropped
-        names = self._names()
-        for word in sentence:
-            if word in heard or not (word in names or word in CONTRAST):
-                continue
-            if not any((word_distance(word, h) <= MEND_DISTANCE and h not in CONTRAST)
-                       or self.phonetics.distance([word], [h]) <= PHONETIC_AGREEMENT for h in heard):
-                return False
-        if all(w in names or w in FUNCTION_WORDS for w in sentence) and any(
-                h not in sentence and h not in FUNCTION_WORDS and not self._mends(h, sentence) for h in heard):
-            return False  # "kill the porch light" is not "the porch light" (a bare name turns it on)
-        return self._keeps_names(sentence, heard) and all(w in sentence for w in heard if w in CONTRAST)
+        _LOGGER.debug("whisper heard %r (%s); within the grammar: %s; pocketsphinx: %r", result.text,
+                      result.text_logprob, [(" ".join(h.words), round(h.score, 2), round(h.forced, 2))
+                                            for h in result.sentences], " ".join(grammar_words))
+        def score(h: Heard) -> float:
+            return h.score + AGREEMENT_NATS * (h.words == grammar_words)
 
-    def _keeps_names(self, sentence: list[str] | tuple[str, ...], heard: list[str]) -> bool:
-        """Every room or device word Whisper heard is in the sentence (or mended into it)."""
-        names = self._names()
-        return not any(h in names and h not in sentence and not self._mends(h, sentence) for h in heard)
+        ranked = sorted(result.sentences, key=lambda h: -score(h))
+        if ranked and ranked[0].words != grammar_words and _within(ranked[0].words, grammar_words):
+            # Whisper skips words it is unsure of; pocketsphinx must account for all the speech:
+            # its longer sentence, not far less likely for Whisper, is what was said
+            longer = next((h for h in ranked if h.words == grammar_words), None)
+            if longer is not None and score(longer) >= score(ranked[0]) - COVERAGE_NATS:
+                ranked.remove(longer)
+                ranked.insert(0, longer)
+        if not ranked or ranked[0].forced > MAX_FORCED:
+            return None
+        top = ranked[0]
+        if result.text_logprob is not None and result.text_logprob - top.logprob > MAX_LIKELIER:
+            return None  # Whisper's own words explain the speech far better: "OK." is not "what are you"
+        meaning = self._meaning(top.words)
+        weights = [math.exp(score(h) - score(top)) for h in ranked]
+        alike = sum(w for h, w in zip(ranked, weights, strict=True)
+                    if h is top or _within(h.words, top.words) or self._meaning(h.words) == meaning)
+        share = alike / sum(weights)  # how likely it is that this was meant, among the likeliest sentences
+        heard = tokenize(result.text)
+        unsure = (share < MIN_SHARE
+                  or self._bare_name(top.words, meaning)
+                  or _polarity_unclear(heard)
+                  or (is_question(heard, result.text) and not is_question(list(top.words)))
+                  or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
+        return top.words, share, unsure
 
-    def _mends(self, heard: str, sentence: list[str] | tuple[str, ...]) -> bool:
-        return any(word_distance(w, heard) <= MEND_DISTANCE
-                   or self.phonetics.distance([w], [heard]) <= PHONETIC_AGREEMENT for w in sentence)
+    def _meaning(self, words: tuple[str, ...]) -> tuple[object, ...] | None:
+        """What a sentence would do: the intent, its targets and its values (free text left out)."""
+        intent = self.agent.recognize(" ".join(words))
+        if intent is None:
+            return None
+        free = FREE_SLOTS | ({"name"} if intent.name in TIMER_INTENTS else set())
+        return (intent.name, tuple(sorted(intent.targets)),
+                tuple(sorted((k, str(v)) for k, v in intent.slots.items() if k not in free)))
+
+    def _bare_name(self, words: tuple[str, ...], meaning: tuple[object, ...] | None) -> bool:
+        """Only a device's or a room's name: Home Assistant turns it on, but said alone it is more often cut short."""
+        names = self._names()
+        return meaning is not None and meaning[0] == "HassTurnOn" and all(
+            w in names or w in FUNCTION_WORDS for w in words)
 
     def _names(self) -> frozenset[str]:
         model = self._model or self.agent.model
@@ -397,31 +425,24 @@ class AsrStage(Stage):
             self._name_words = (model, frozenset(words - FUNCTION_WORDS))
         return self._name_words[1]
 
-    def _sounds_alike(self, grammar_words: list[str], heard: list[str]) -> bool:
-        """Whisper's words sound like the grammar tier's sentence, with no word that says otherwise.
-
-        (Whisper spells what it does not know: "todel nacrismas tree" is "toggle the christmas
-        tree". But "turn off" sounds like "turn on": the words that decide what happens — on,
-        off, open, lock, numbers — must be the same.)
-        """
-        if not heard or not grammar_words:
-            return False
-        mine = {w for w in heard if w in CONTRAST}
-        if mine != {w for w in grammar_words if w in CONTRAST}:
-            return False
-        if set(words_to_digits(" ".join(heard)).split()) & _DIGITS != set(
-                words_to_digits(" ".join(grammar_words)).split()) & _DIGITS:
-            return False
-        return self.phonetics.distance(grammar_words, heard) <= PHONETIC_AGREEMENT
-
     async def _transcript(self, text: str, tier: str, confidence: float, open_text: str = "",
                           grammar: GrammarHypothesis | None = None, *, overlapped: bool = False,
-                          paused: bool = False) -> None:
+                          paused: bool = False, unsure: bool = False) -> None:
         await self.push(TranscriptFrame(
             text=text, tier=tier, confidence=confidence, open_text=open_text or text,
             grammar_text=grammar.text if grammar is not None else None,
             grammar_confidence=grammar.confidence if grammar is not None else None, overlapped=overlapped,
-            paused=paused))
+            paused=paused, unsure=unsure))
+
+
+def _within(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
+    """Whether ``part`` is ``whole`` with words left out ("the christmas tree" in "toggle the christmas tree").
+
+    Whisper often drops a word it is unsure of at the edges; a sentence that explains more of
+    the speech and is likelier anyway is not put in doubt by its cut-short reading.
+    """
+    rest = iter(whole)
+    return len(part) < len(whole) and all(word in rest for word in part)
 
 
 def _polarity_unclear(heard: list[str]) -> bool:

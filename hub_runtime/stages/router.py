@@ -79,12 +79,14 @@ class RouterStage(Stage):
         words = text.lower().split()
         said_stop = is_stop(text)
         recognized = bool(text) and self.understanding.agent.recognize(text) is not None
+        # Whisper's own words count too: the grammar fits "OK." to some sentence of its own
+        backchannel = is_backchannel(text) or is_backchannel(frame.open_text)
         # Whisper alone often misses a short "stop" under the echo ("Let's talk.", "Start"); the
         # grammar alone fits a listener's "I see" to "cancel": its stop counts unless Whisper
         # heard a backchannel, a question or a command
         grammar_stop = (bool(frame.grammar_text) and is_stop(frame.grammar_text or "") and not recognized
-                        and not is_backchannel(text) and not is_question(words, text))
-        matters = grammar_stop or (text and not is_backchannel(text) and (
+                        and not backchannel and not is_question(words, text))
+        matters = grammar_stop or (text and not backchannel and (
             said_stop or len(words) >= 3 or is_question(words, text) or recognized))
         if not matters:
             await self.push(ResumeFrame())
@@ -111,7 +113,7 @@ class RouterStage(Stage):
         said: list[str] = []
         source: str | None = None
         expects = False
-        async for piece in self.understanding.turn(frame.text, overlapped=frame.overlapped):
+        async for piece in self.understanding.turn(frame.text, overlapped=frame.overlapped, unsure=frame.unsure):
             if isinstance(piece, Recognized):
                 await self.push(IntentFrame(intent=piece.intent, intent_id=piece.intent_id, source=piece.source,
                                             text=frame.text, confidence=frame.confidence, call=piece.call))

@@ -179,6 +179,24 @@ def test_an_llm_proposal_is_asked_about_first_and_done_only_on_a_yes() -> None:
     assert ask(u, "yes", conversation="b").intent is None
 
 
+def test_words_heard_unsurely_are_asked_about_before_anything_is_done() -> None:
+    """The recogniser found another meaning nearly as likely: "Did you say ...?", done only on a yes."""
+    u = understanding()
+
+    async def turn(text: str, *, unsure: bool = False) -> list[str]:
+        return [p.text async for p in u.turn(text, unsure=unsure) if hasattr(p, "text")]
+
+    said = asyncio.run(turn("turn on the kitchen light", unsure=True))
+    assert said == ["Did you say turn on the kitchen light?"] and state(u, "light.kitchen") == "off"
+    asyncio.run(turn("yes"))
+    assert state(u, "light.kitchen") == "on"
+    asyncio.run(turn("turn off the kitchen light", unsure=True))
+    assert asyncio.run(turn("no")) == [DECLINED] and state(u, "light.kitchen") == "on"
+    # a question changes nothing: it is answered at once
+    answer = asyncio.run(turn("is the garage door open", unsure=True))
+    assert answer and not answer[0].startswith("Did you say")
+
+
 def test_an_llm_proposal_against_the_words_is_refused() -> None:
     u = understanding('{"intent": "HassTurnOn", "name": "TV"}')
     got = ask(u, "could you stop the tv for a moment")

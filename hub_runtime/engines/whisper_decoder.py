@@ -1,0 +1,421 @@
+"""Whisper's text decoder in numpy, for decoding constrained to the home grammar.
+
+CTranslate2 runs the encoder and the free decode fast, but it cannot restrict the next
+token to what a grammar allows. This is the same decoder (the weights are read from the
+CTranslate2 ``model.bin`` that faster-whisper loads, so there is one model on disk) with a
+key/value cache per hypothesis, and logits computed only for the tokens that matter: the
+grammar's next tokens and a shortlist of the commonest tokens for the normaliser. That
+makes one step of a beam of 8 cost about 2 ms instead of the full 51k-token projection.
+
+Layout of a CTranslate2 Whisper decoder layer (pre-norm): ``self_attention`` (fused QKV
+``linear_0``, output ``linear_1``), ``attention`` on the encoder (query ``linear_0``,
+fused KV ``linear_1``, output ``linear_2``), ``ffn`` (``linear_0``, GELU, ``linear_1``);
+learnt positions; the output projection is the token embedding.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from ..grammar.tokens import Allowed, TokenGrammar, TokenPath
+
+F32 = npt.NDArray[np.floating[Any]]  # float32 in practice
+_DTYPES: Final = {0: np.float32, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.float16}
+SHORTLIST: Final = 8192  # the commonest tokens (BPE ids are in merge order), for the normaliser
+# Nats for each token of free text (a wildcard): free text follows Whisper's own choice, so it
+# would explain any words it misheard ("add {apple to my sharpening} list"); the grammar's own
+# words explain them first ("add {apple} to my shopping list"). It counts in what the grammar
+# cost, too: a sentence that is mostly free text ("who is {the capital of france}") is not
+# much of a sentence of the grammar.
+WILDCARD_PENALTY: Final = 1.0
+_LN_EPS: Final = 1e-5
+
+
+def read_ct2_variables(path: Path, prefix: str = "") -> dict[str, npt.NDArray[np.generic]]:
+    """The variables of a CTranslate2 model file (binary version 6) whose names start with ``prefix``."""
+    data = memoryview(path.read_bytes())
+    off = 0
+
+    def unpack(fmt: str) -> int:
+        nonlocal off
+        (value,) = struct.unpack_from(fmt, data, off)
+        off += struct.calcsize(fmt)
+        return int(value)
+
+    def string() -> str:
+        nonlocal off
+        n = unpack("H")
+        value = bytes(data[off:off + n - 1]).decode()
+        off += n
+        return value
+
+    version = unpack("I")
+    if version < 5:
+        raise ValueError(f"{path}: CTranslate2 model version {version} is not supported (need 5 or newer)")
+    string()  # the spec's name
+    unpack("I")  # its revision
+    out: dict[str, npt.NDArray[np.generic]] = {}
+    for _ in range(unpack("I")):
+        name = string()
+        dims = [unpack("I") for _ in range(unpack("B"))]
+        dtype = unpack("B")
+        size = unpack("I")
+        if name.startswith(prefix):
+            if dtype not in _DTYPES:
+                raise ValueError(f"{path}: variable {name} has data type {dtype}, not one of {sorted(_DTYPES)}")
+            out[name] = np.frombuffer(data[off:off + size], dtype=_DTYPES[dtype]).reshape(dims)
+        off += size
+    return out
+
+
+@dataclass
+class _Layer:
+    self_norm: tuple[F32, F32]
+    qkv: tuple[F32, F32]  # weight [d, 3d] (transposed), bias
+    self_out: tuple[F32, F32]
+    cross_norm: tuple[F32, F32]
+    cross_q: tuple[F32, F32]
+    cross_kv: tuple[F32, F32]
+    cross_out: tuple[F32, F32]
+    ffn_norm: tuple[F32, F32]
+    ffn_in: tuple[F32, F32]
+    ffn_out: tuple[F32, F32]
+
+
+@dataclass
+class Cache:
+    """Self-attention keys and values of a batch of hypotheses, per layer: [B, heads, steps, dh]."""
+
+    keys: list[F32]
+    values: list[F32]
+
+    @property
+    def steps(self) -> int:
+        """How many tokens the cache holds."""
+        return int(self.keys[0].shape[2])
+
+    def take(self, rows: npt.NDArray[np.intp]) -> Cache:
+        """The cache of these hypotheses (a beam reordered)."""
+        return Cache([k[rows] for k in self.keys], [v[rows] for v in self.values])
+
+
+@dataclass
+class Encoded:
+    """The encoder's output, projected once into every layer's cross-attention keys and values."""
+
+    keys: list[F32]  # [heads, dh, frames]
+    values: list[F32]  # [heads, frames, dh]
+
+
+def _norm(x: F32, p: tuple[F32, F32]) -> F32:
+    mean = x.mean(-1, keepdims=True)
+    centred = x - mean
+    var = (centred * centred).mean(-1, keepdims=True)
+    out: F32 = centred / np.sqrt(var + _LN_EPS) * p[0] + p[1]
+    return out
+
+
+def _gelu(x: F32) -> F32:
+    out: F32 = 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+    return out
+
+
+def _softmax(x: F32) -> F32:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    out: F32 = e / e.sum(-1, keepdims=True)
+    return out
+
+
+class WhisperDecoder:
+    """Whisper's decoder over one encoded utterance, a batch of hypotheses at a time."""
+
+    def __init__(self, model_bin: Path) -> None:
+        """Read the decoder's weights (float32 in memory, about 60 MB for tiny)."""
+        raw = read_ct2_variables(model_bin, "decoder/")
+
+        def get(name: str) -> F32:
+            return np.ascontiguousarray(raw["decoder/" + name].astype(np.float32))
+
+        def linear(name: str) -> tuple[F32, F32]:
+            return np.ascontiguousarray(get(name + "/weight").T), get(name + "/bias")
+
+        def norm(name: str) -> tuple[F32, F32]:
+            return get(name + "/gamma"), get(name + "/beta")
+
+        self.heads = int(np.asarray(raw["decoder/num_heads"]).item())
+        self.embedding = get("embeddings/weight")
+        self.positions = get("position_encodings/encodings")
+        self.dim = int(self.embedding.shape[1])
+        self.head_dim = self.dim // self.heads
+        self.vocab = int(self.embedding.shape[0])
+        self.layers: list[_Layer] = []
+        i = 0
+        while f"decoder/layer_{i}/ffn/linear_0/weight" in raw:
+            p = f"layer_{i}/"
+            self.layers.append(_Layer(
+                self_norm=norm(p + "self_attention/layer_norm"), qkv=linear(p + "self_attention/linear_0"),
+                self_out=linear(p + "self_attention/linear_1"), cross_norm=norm(p + "attention/layer_norm"),
+                cross_q=linear(p + "attention/linear_0"), cross_kv=linear(p + "attention/linear_1"),
+                cross_out=linear(p + "attention/linear_2"), ffn_norm=norm(p + "ffn/layer_norm"),
+                ffn_in=linear(p + "ffn/linear_0"), ffn_out=linear(p + "ffn/linear_1")))
+            i += 1
+        self.final_norm = norm("layer_norm")
+        self._shortlist_t = np.ascontiguousarray(self.embedding[: min(SHORTLIST, self.vocab)].T)
+        self._scale = np.float32(1.0 / np.sqrt(self.head_dim))
+
+    @property
+    def max_positions(self) -> int:
+        """The longest token sequence the decoder takes."""
+        return int(self.positions.shape[0])
+
+    def encode(self, encoder_output: F32) -> Encoded:
+        """Project the encoder's output ([frames, dim]) into each layer's keys and values."""
+        frames = encoder_output.shape[0]
+        keys: list[F32] = []
+        values: list[F32] = []
+        for layer in self.layers:
+            kv = encoder_output @ layer.cross_kv[0] + layer.cross_kv[1]
+            k, v = kv[:, : self.dim], kv[:, self.dim:]
+            keys.append(np.ascontiguousarray(k.reshape(frames, self.heads, self.head_dim).transpose(1, 2, 0)))
+            values.append(np.ascontiguousarray(v.reshape(frames, self.heads, self.head_dim).transpose(1, 0, 2)))
+        return Encoded(keys, values)
+
+    def forward(self, tokens: npt.NDArray[np.intp], cache: Cache | None, audio: Encoded,
+                attention: list[F32] | None = None) -> tuple[F32, Cache]:
+        """Run ``tokens`` ([B, n]) after what ``cache`` holds; the final hidden states [B, n, dim] and the cache.
+
+        ``attention``, if given, receives each layer's attention on the audio ([B, heads, n, frames]).
+        """
+        batch, n = tokens.shape
+        start = cache.steps if cache is not None else 0
+        if start + n > self.max_positions:
+            raise ValueError(f"{start + n} tokens: the decoder takes at most {self.max_positions}")
+        x: F32 = self.embedding[tokens] + self.positions[start:start + n]
+        h, dh = self.heads, self.head_dim
+        keys: list[F32] = []
+        values: list[F32] = []
+        for li, layer in enumerate(self.layers):
+            y: F32 = _norm(x, layer.self_norm) @ layer.qkv[0] + layer.qkv[1]
+            q = y[..., : self.dim].reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
+            k = y[..., self.dim: 2 * self.dim].reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
+            v = y[..., 2 * self.dim:].reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
+            if cache is not None:
+                k = np.concatenate([cache.keys[li], k], axis=2)
+                v = np.concatenate([cache.values[li], v], axis=2)
+            keys.append(k)
+            values.append(v)
+            scores = (q @ k.transpose(0, 1, 3, 2)) * self._scale
+            if n > 1:
+                total = k.shape[2]
+                scores = scores + np.triu(np.full((n, total), -1e9, np.float32), k=total - n + 1)
+            out = (_softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(batch, n, self.dim)
+            x = x + out @ layer.self_out[0] + layer.self_out[1]
+            q = (_norm(x, layer.cross_norm) @ layer.cross_q[0] + layer.cross_q[1])
+            q = q.reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
+            att = _softmax((q @ audio.keys[li]) * self._scale)
+            if attention is not None:
+                attention.append(att)
+            out = (att @ audio.values[li]).transpose(0, 2, 1, 3).reshape(batch, n, self.dim)
+            x = x + out @ layer.cross_out[0] + layer.cross_out[1]
+            y = _gelu(_norm(x, layer.ffn_norm) @ layer.ffn_in[0] + layer.ffn_in[1])
+            x = x + y @ layer.ffn_out[0] + layer.ffn_out[1]
+        return _norm(x, self.final_norm), Cache(keys, values)
+
+    def log_probs(self, hidden: F32, ids: npt.NDArray[np.intp],
+                  extra: range = range(0)) -> tuple[F32, F32, F32, F32]:
+        """Log-probabilities after each hidden state ([B, dim]): of ``ids``, the best token, the shortlist, ``extra``.
+
+        ``ids`` are sorted, unique and outside ``extra`` (a range of ids past the shortlist:
+        the timestamps); the shortlist ([B, SHORTLIST]) holds the tokens free text is written
+        with. Normalised over all of these (the rest of the vocabulary holds almost no mass
+        after speech; leaving it out keeps a step cheap).
+        """
+        common = hidden @ self._shortlist_t
+        picked = hidden @ self.embedding[ids].T
+        stamps = hidden @ self.embedding[extra.start:extra.stop].T
+        rare = picked[:, ids >= self._shortlist_t.shape[1]]
+        top = np.maximum(common.max(-1, keepdims=True), picked.max(-1, keepdims=True, initial=-np.inf))
+        top = np.maximum(top, stamps.max(-1, keepdims=True, initial=-np.inf))
+        total = (np.exp(common - top).sum(-1, keepdims=True) + np.exp(rare - top).sum(-1, keepdims=True)
+                 + np.exp(stamps - top).sum(-1, keepdims=True))
+        norm = top + np.log(total)
+        out: F32 = picked - norm
+        best: F32 = (top - norm)[:, 0]
+        shortlist: F32 = common - norm
+        timestamps: F32 = stamps - norm
+        return out, best, shortlist, timestamps
+
+    def full_log_probs(self, hidden: F32) -> F32:
+        """Log-probabilities of every token after each hidden state ([B, dim] → [B, vocab])."""
+        logits = hidden @ self.embedding.T
+        top = logits.max(-1, keepdims=True)
+        out: F32 = logits - (top + np.log(np.exp(logits - top).sum(-1, keepdims=True)))
+        return out
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A token path of the constrained search."""
+
+    tokens: tuple[int, ...]
+    logprob: float  # sum of the tokens' log-probabilities (the end of text included once finished)
+    # how much the grammar cost: sum over tokens of (best token's log-prob - this one's), and
+    # WILDCARD_PENALTY for each token of free text (the grammar did not choose those)
+    forced: float
+    worst: float  # the most the grammar cost at one token
+    path: TokenPath
+    words: tuple[str, ...] | None = None  # the grammar's sentence, once finished
+    wild: int = 0  # tokens of free text (wildcards) in it
+    fit: float = 0.0  # log-likelihood (at most 0) that the sentence lasts as long as the speech did
+
+    @property
+    def score(self) -> float:
+        """What ranks finished sentences: Whisper's log-probability and the length's fit."""
+        return self.logprob + self.fit
+
+
+def constrained_search(decoder: WhisperDecoder, audio: Encoded, grammar: TokenGrammar, prefix: list[int], *,
+                       beam: int = 6, first_beam: int = 16, wide_steps: int = 3, max_tokens: int = 40,
+                       fit: Callable[[tuple[str, ...]], float] | None = None,
+                       bound: Callable[[tuple[str, ...]], float] | None = None,
+                       timestamps: range = range(0)) -> list[Hypothesis]:
+    """Beam search over the sentences of ``grammar``: the finished ones, best first.
+
+    Every step scores only the tokens the grammar allows after each hypothesis (and the
+    shortlist for the normaliser); inside a wildcard, the whole vocabulary. Paths with free
+    text and paths without have a beam each: free text always looks likely token by token
+    (it is what Whisper would write anyway), and would otherwise push the grammar's own
+    sentences out before they end. Log-probabilities only fall as a path grows, so the search
+    stops once a finished sentence beats every open path.
+
+    The first ``wide_steps`` steps keep ``first_beam`` paths: the first word is where the
+    grammar and Whisper's own guess part most ("Add" where it would write "And"), and a
+    sentence pruned there is lost. Paths that differ only in how the same words are written
+    (" Turn" or " turn") are one path: the likelier is kept.
+
+    ``timestamps``: the timestamp tokens that ``grammar.timestamp`` stands for (those of the
+    audio's window); where the grammar allows one, the likeliest is written.
+
+    ``fit`` scores a finished sentence's words (its length against the speech); ``bound``
+    the best that any sentence going on from these words can still get (a path already
+    longer than the speech only gets worse), so that paths that can no longer win stop.
+    """
+    hidden, cache = decoder.forward(np.array([prefix], dtype=np.intp), None, audio)
+    states = hidden[:, -1]
+    live = [Hypothesis((), 0.0, 0.0, 0.0, grammar.start())]
+    finished: list[Hypothesis] = []
+    for step_no in range(max_tokens):
+        width = first_beam if step_no < wide_steps else beam
+        allowed = [grammar.allowed(h.path) for h in live]
+        candidates = _candidates(decoder, grammar, states, live, allowed, width, timestamps)
+        nxt: list[Hypothesis] = []
+        rows: list[int] = []
+        seen: set[TokenPath] = set()
+        room = [width, beam]  # without free text, with
+        for score, row, token, forced, written in candidates:
+            hyp = live[row]
+            if token == grammar.end_of_text:
+                words = grammar.sentence(hyp.path)
+                finished.append(Hypothesis(hyp.tokens, score, hyp.forced + forced, max(hyp.worst, forced),
+                                           hyp.path, words, hyp.wild,
+                                           fit(words) if fit is not None and words else 0.0))
+                continue
+            if not any(room):
+                if finished:
+                    break
+                continue
+            path = grammar.advance(hyp.path, token)
+            wild = hyp.wild + int(grammar.in_wildcard(path))
+            if path and room[wild > 0] and path not in seen:
+                seen.add(path)
+                room[wild > 0] -= 1
+                nxt.append(Hypothesis((*hyp.tokens, written), score, hyp.forced + forced,
+                                      max(hyp.worst, forced), path, wild=wild))
+                rows.append(row)
+        finished.sort(key=lambda h: -h.score)
+        if finished and bound is not None:
+            keep = [i for i, h in enumerate(nxt) if h.logprob + bound(h.path[0][1]) > finished[0].score]
+            nxt, rows = [nxt[i] for i in keep], [rows[i] for i in keep]
+        if not nxt or (finished and finished[0].score >= max(h.logprob for h in nxt)):
+            break
+        live = nxt
+        tokens = np.array([[h.tokens[-1]] for h in live], dtype=np.intp)
+        hidden, cache = decoder.forward(tokens, cache.take(np.array(rows, dtype=np.intp)), audio)
+        states = hidden[:, -1]
+    return sorted(finished, key=lambda h: -h.score)
+
+
+def _candidates(decoder: WhisperDecoder, grammar: TokenGrammar, states: F32, live: list[Hypothesis],
+                allowed: list[Allowed], beam: int, timestamps: range) -> list[tuple[float, int, int, float, int]]:
+    """(score, row, token, forced, token written) of every allowed extension, best first.
+
+    In a wildcard, the best ``beam`` texts; for the grammar's timestamp, the likeliest one.
+    """
+    out: list[tuple[float, int, int, float, int]] = []
+    stamp = grammar.timestamp
+    sets = [np.fromiter(sorted(a.tokens - {stamp}), dtype=np.intp) for a in allowed]
+    ids = np.unique(np.concatenate(sets)) if sets else np.zeros(0, np.intp)
+    logp, best, common, stamps = decoder.log_probs(states, ids, timestamps if stamp is not None else range(0))
+    for row, hyp in enumerate(live):
+        scores = logp[row, np.searchsorted(ids, sets[row])]
+        if len(scores) > beam:  # at most ``beam`` of one row can be kept, and the end of text
+            keep = np.argpartition(-scores, beam)[:beam]
+            if grammar.end_of_text in allowed[row].tokens:
+                keep = np.union1d(keep, np.searchsorted(sets[row], [grammar.end_of_text]))
+        else:
+            keep = np.arange(len(scores))
+        top = float(best[row])
+        for token, lp in zip(sets[row][keep].tolist(), scores[keep].tolist(), strict=True):
+            out.append((hyp.logprob + lp, row, token, top - lp, token))
+        if stamp is not None and stamp in allowed[row].tokens and len(timestamps):
+            # that a timestamp comes (Whisper spreads it over neighbouring times); the likeliest is written
+            at = int(np.argmax(stamps[row]))
+            lp = float(np.logaddexp.reduce(stamps[row]))
+            out.append((hyp.logprob + lp, row, stamp, max(0.0, float(best[row]) - lp), timestamps[at]))
+        if allowed[row].any_text:  # free text: the likeliest common tokens
+            scores = common[row]
+            picked = 0
+            likely = np.argpartition(-scores, 4 * beam)[: 4 * beam]
+            for token in likely[np.argsort(-scores[likely])].tolist():
+                if picked == beam:
+                    break
+                if grammar.is_text(token) and token not in allowed[row].tokens:
+                    lp = float(scores[token])
+                    out.append((hyp.logprob + lp - WILDCARD_PENALTY, row, token,
+                                float(best[row]) - lp + WILDCARD_PENALTY, token))
+                    picked += 1
+    out.sort(key=lambda c: -c[0])
+    return out
+
+
+def score_segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int], *,
+                  timestamps: range, end_of_text: int) -> float:
+    """Log-probability of text written as the search writes a sentence: between two timestamps, then the end.
+
+    Scored as the search scores (the same normaliser, a timestamp's probability summed over
+    the times it may be at), so that it compares with a found sentence's ``logprob``.
+    """
+    if not tokens or not len(timestamps):
+        return -math.inf
+    hidden, cache = decoder.forward(np.array([prefix], dtype=np.intp), None, audio)
+    _, _, _, stamps = decoder.log_probs(hidden[:, -1], np.zeros(0, np.intp), timestamps)
+    total = float(np.logaddexp.reduce(stamps[0]))
+    start = timestamps[int(np.argmax(stamps[0]))]
+    hidden, cache = decoder.forward(np.array([[start, *tokens]], dtype=np.intp), cache, audio)
+    ids = np.unique(np.array(tokens, dtype=np.intp))
+    logp, _, _, stamps = decoder.log_probs(hidden[0], ids, timestamps)
+    cols = np.searchsorted(ids, np.array(tokens, dtype=np.intp))
+    total += float(logp[np.arange(len(tokens)), cols].sum())
+    total += float(np.logaddexp.reduce(stamps[-1]))
+    end = timestamps[int(np.argmax(stamps[-1]))]
+    hidden, _ = decoder.forward(np.array([[end]], dtype=np.intp), cache, audio)
+    logp, _, _, _ = decoder.log_probs(hidden[:, -1], np.array([end_of_text], dtype=np.intp), timestamps)
+    return total + float(logp[0, 0])

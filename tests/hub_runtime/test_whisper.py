@@ -1,0 +1,139 @@
+"""Whisper within the home grammar: the numpy decoder, the grammar as tokens, and real speech in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from hub_runtime.agent import Agent
+from hub_runtime.audio.format import RATE
+from hub_runtime.audio.synthetic import pink_noise, speak
+from hub_runtime.engines.whisper import WhisperTranscriber, length_fit
+from hub_runtime.grammar.automaton import Dfa, tokenize
+from hub_runtime.settings import Settings
+from hub_runtime.stages.asr import MAX_FORCED
+
+
+@pytest.fixture(scope="module")
+def whisper() -> Iterator[WhisperTranscriber]:
+    yield WhisperTranscriber(threads=2)
+
+
+@pytest.fixture(scope="module")
+def agent() -> Agent:
+    return Agent.from_settings(Settings())
+
+
+def _chain(text: str) -> Dfa:
+    """An automaton of exactly one sentence."""
+    words = text.split()
+    return Dfa([{w: i + 1} for i, w in enumerate(words)] + [{}], {len(words)})
+
+
+def _audio(text: str, voice: str = "piper") -> np.ndarray:
+    utt = speak(text, voice)
+    return np.concatenate([np.zeros(RATE // 5), utt, np.zeros(RATE // 5)]).astype(np.float32) / 32768.0
+
+
+def test_the_numpy_decoder_scores_tokens_as_ctranslate2_does(whisper: WhisperTranscriber) -> None:
+    import ctranslate2
+
+    audio = _audio("turn off the kitchen light")
+    window = 3
+    padded = np.zeros(window * RATE, np.float32)
+    padded[: len(audio)] = audio
+    feats = whisper._features(padded, chunk_length=window)[:, : window * 100]
+    model = whisper._model.model
+    encoded = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None])))
+    prefix = [whisper._sot, whisper._notimestamps]
+    ids = whisper._tok.encode(" Turn off the kitchen light.", add_special_tokens=False).ids
+    theirs = model.align(encoded, prefix, [ids], [window * 100])[0].text_token_probs
+    decoder = whisper._decoder
+    hidden, _ = decoder.forward(np.array([prefix + ids[:-1]]), None, decoder.encode(np.asarray(encoded)[0]))
+    full = decoder.full_log_probs(hidden[0, len(prefix) - 1:])
+    mine = np.exp(full[np.arange(len(ids)), ids])
+    # the same model (float32 here, int8 there): every token within a few points, the last aside
+    assert np.max(np.abs(mine[:-1] - np.array(theirs[:-1]))) < 0.1
+    assert np.all(mine[:-1] > 0.2)
+
+
+def test_the_grammar_as_tokens_reads_what_whisper_writes(whisper: WhisperTranscriber) -> None:
+    from hub_runtime.grammar.tokens import TokenGrammar
+
+    tok = whisper._tok
+
+    def grammar_of(dfa: Dfa, timestamp: int | None = None) -> TokenGrammar:
+        return TokenGrammar(dfa, lambda t: list(tok.encode(t, add_special_tokens=False).ids),
+                            lambda ids: str(tok.decode(ids)), end_of_text=whisper._eot, timestamp=timestamp)
+
+    grammar = grammar_of(_chain("set the light to fifty five percent"))
+
+    def words(text: str) -> tuple[str, ...] | None:
+        path = grammar.start()
+        for token in tok.encode(text, add_special_tokens=False).ids:
+            if token not in grammar.allowed(path).tokens:
+                return None
+            path = grammar.advance(path, token)
+        return grammar.sentence(path)
+
+    want = ("set", "the", "light", "to", "fifty", "five", "percent")
+    assert words(" Set the light to 55%.") == want
+    assert words(" set the light to fifty-five percent") == want
+    assert words(" Set the light to 55") is None  # not a whole sentence
+    assert words(" Set the lamp to 55%.") is None
+    wild = grammar_of(Dfa([{"add": 1}, {"*": 2}, {"to": 3}, {"my": 4}, {"list": 5}, {}], {5}))
+    path = wild.start()
+    for token in tok.encode(" Add milk and eggs to my list.", add_special_tokens=False).ids:
+        assert token in wild.allowed(path).tokens or wild.allowed(path).any_text
+        path = wild.advance(path, token)
+    assert wild.sentence(path) == ("add", "milk", "and", "eggs", "to", "my", "list")
+    # a segment between timestamps: one before the first word, one after the last, then the end
+    stamp = whisper._timestamp_begin
+    timed = grammar_of(_chain("turn on the light"), timestamp=stamp)
+    path = timed.start()
+    assert timed.allowed(path).tokens == {stamp}
+    path = timed.advance(path, stamp)
+    for token in tok.encode(" Turn on the light.", add_special_tokens=False).ids:
+        assert whisper._eot not in timed.allowed(path).tokens
+        path = timed.advance(path, token)
+    assert timed.allowed(path).tokens == {stamp}
+    path = timed.advance(path, stamp)
+    assert timed.allowed(path).tokens == {whisper._eot}
+    assert timed.sentence(path) == ("turn", "on", "the", "light")
+
+
+@pytest.mark.parametrize(("text", "voice", "noise"), [
+    ("turn off the kitchen light", "piper", 0.0),
+    ("is the garage door open", "en-us", 0.0),
+    ("set the bedroom blinds to fifty percent", "piper", 0.0),
+    ("close the garage door", "en-gb", 300.0),
+    ("add milk to my shopping list", "piper", 0.0),
+])
+def test_whisper_hears_the_sentence_of_the_grammar(whisper: WhisperTranscriber, agent: Agent, text: str,
+                                                   voice: str, noise: float) -> None:
+    audio = _audio(text, voice)
+    if noise:
+        audio = audio + pink_noise(len(audio), noise).astype(np.float32) / 32768.0
+    speech_s = len(speak(text, voice)) / RATE
+    result = whisper.transcribe(audio, grammar=agent.model.grammar.spoken_dfa(), speech_s=speech_s)
+    assert result.sentences, result
+    top = result.sentences[0]
+    assert top.words == tuple(tokenize(text)), result
+    assert top.forced <= MAX_FORCED
+
+
+@pytest.mark.parametrize("text", ["what is the capital of france", "the dog needs a walk in the park"])
+def test_speech_outside_the_grammar_costs_it_much(whisper: WhisperTranscriber, agent: Agent, text: str) -> None:
+    audio = _audio(text)
+    result = whisper.transcribe(audio, grammar=agent.model.grammar.spoken_dfa(),
+                                speech_s=len(speak(text)) / RATE)
+    assert not result.sentences or result.sentences[0].forced > MAX_FORCED, result
+
+
+def test_a_sentence_too_short_for_the_speech_is_unlikely() -> None:
+    assert length_fit(("mute",), 2.5) < -5.0  # "mute" does not last 2.5 s: words were left out
+    assert length_fit(tuple("mute the music in the hallway".split()), 1.6) > -0.5
+    assert length_fit(("stop",), 0.3) > -1.0
+    assert length_fit(("stop",), 0.0) == 0.0  # no measure of the speech: no opinion
