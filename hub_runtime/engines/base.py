@@ -56,6 +56,7 @@ class WhisperResult:
     logprob: float
     sentences: tuple[Heard, ...] = ()  # best first, distinct words; empty without a grammar
     text_logprob: float | None = None  # the free text's log-probability, scored as the sentences are
+    text_score: float | None = None  # ... and with its length's fit, as a sentence's ``score``
 
 
 class Transcriber(Protocol):

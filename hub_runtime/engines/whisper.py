@@ -139,12 +139,14 @@ class WhisperTranscriber:
         text = drop_repeats(text)
         text = cut_looping_words(text)
         score = result.scores[0] if result.scores else -10.0
-        text_logprob = None
+        text_logprob = text_score = None
         if grammar is not None and text:  # how likely Whisper's own words are, written as a sentence is
             written = list(self._tok.encode(" " + text, add_special_tokens=False).ids)
             text_logprob = score_segment(self._decoder, audio_enc, self._segment_prefix, written, timestamps=stamps,
                                          end_of_text=self._eot)
-        return WhisperResult(text=text, logprob=float(score), sentences=sentences, text_logprob=text_logprob)
+            text_score = text_logprob + length_fit(tuple(text.split()), speech_s)
+        return WhisperResult(text=text, logprob=float(score), sentences=sentences, text_logprob=text_logprob,
+                             text_score=text_score)
 
     @property
     def _segment_prefix(self) -> list[int]:

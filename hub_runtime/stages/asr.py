@@ -376,7 +376,13 @@ class AsrStage(Stage):
         def score(h: Heard) -> float:
             return h.score + AGREEMENT_NATS * (h.words == grammar_words)
 
-        ranked = sorted(result.sentences, key=lambda h: -score(h))
+        candidates = list(result.sentences)
+        free = tuple(tokenize(result.text))
+        if (result.text_score is not None and free and all(h.words != free for h in candidates)
+                and self._meaning(free) is not None):
+            # Whisper's own words are a sentence of the grammar the search missed: one more candidate
+            candidates.append(Heard(free, result.text_score, 0.0, result.text_logprob or 0.0))
+        ranked = sorted(candidates, key=lambda h: -score(h))
         if ranked and ranked[0].words != grammar_words and _within(ranked[0].words, grammar_words):
             # Whisper skips words it is unsure of; pocketsphinx must account for all the speech:
             # its longer sentence, not far less likely for Whisper, is what was said

@@ -506,15 +506,18 @@ def test_say_now_interrupts_a_slow_reply_under_load(caplog: pytest.LogCaptureFix
 class ScriptedWhisper:
     """The second tier at its boundary: it 'hears' a given text, and these sentences of the grammar."""
 
-    def __init__(self, text: str, sentences: tuple[Any, ...] = ()) -> None:
+    def __init__(self, text: str, sentences: tuple[Any, ...] = (), text_score: float | None = None) -> None:
         self.text = text
         self.sentences = sentences
+        self.text_score = text_score
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", *, grammar: Any = None, speech_s: float = 0.0,
                    also: tuple[str, ...] = ()) -> Any:
         from hub_runtime.engines.base import WhisperResult
 
-        return WhisperResult(self.text, -0.1, self.sentences if grammar is not None else ())
+        if grammar is None:
+            return WhisperResult(self.text, -0.1)
+        return WhisperResult(self.text, -0.1, self.sentences, self.text_score, self.text_score)
 
 
 @pytest.mark.parametrize(("whisper", "text"), [("Stop.", "Stop."), ("Be quiet, please.", "Be quiet, please."),
@@ -536,56 +539,59 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     return Heard(tuple(text.split()), score, forced)
 
 
-@pytest.mark.parametrize(("whisper", "sentences", "decided", "pocketsphinx"), [
+@pytest.mark.parametrize(("whisper", "sentences", "decided", "pocketsphinx", "text_score"), [
     # the likeliest sentence of the grammar, cheap against Whisper's own tokens: taken
     ("Turn on the kitchen light.", [("turn on the kitchen light", -3.0, 0.5)],
-     ("grammar", "turn on the kitchen light", False), ""),
+     ("grammar", "turn on the kitchen light", False), "", None),
     # the same meaning in other words nearby: still sure
     ("Turn on the kitchen light.", [("turn on the kitchen light", -3.0, 0.5), ("turn on kitchen light", -3.2, 1.0)],
-     ("grammar", "turn on the kitchen light", False), ""),
+     ("grammar", "turn on the kitchen light", False), "", None),
     # another action nearly as likely: unsure (the understanding asks first)
     ("Turn of the kitchen light.",
      [("turn on the kitchen light", -3.0, 1.0), ("turn off the kitchen light", -3.4, 1.2)],
-     ("grammar", "turn on the kitchen light", True), ""),
+     ("grammar", "turn on the kitchen light", True), "", None),
     # ... but not when it is far less likely
     ("Turn of the kitchen light.",
      [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -6.0, 4.0)],
-     ("grammar", "turn off the kitchen light", False), ""),
+     ("grammar", "turn off the kitchen light", False), "", None),
     # another spelling of free text is not another action
     ("Add milk to my shopping list.", [("add milk to my shopping list", -4.0, 0.0),
                                        ("add mills to my shopping list", -4.2, 0.5)],
-     ("grammar", "add milk to my shopping list", False), ""),
+     ("grammar", "add milk to my shopping list", False), "", None),
     # speech that is no sentence of the grammar costs much: Whisper's own words go on
     ("What is the capital of France?", [("what is the time", -14.0, 11.0)],
-     ("open", "What is the capital of France?", False), ""),
-    ("Hello there.", [], ("open", "Hello there.", False), ""),
+     ("open", "What is the capital of France?", False), "", None),
+    ("Hello there.", [], ("open", "Hello there.", False), "", None),
     # a bare name turns a device on: said alone it is more often a command cut short
-    ("Kitchen light of.", [("kitchen light", -3.0, 1.0)], ("grammar", "kitchen light", True), ""),
+    ("Kitchen light of.", [("kitchen light", -3.0, 1.0)], ("grammar", "kitchen light", True), "", None),
     # Whisper heard a quick "un" as a word: the polarity is open
-    ("And pause the TV.", [("pause the tv", -3.0, 1.0)], ("grammar", "pause the tv", True), ""),
-    ("Amute the TV.", [("mute the tv", -3.0, 1.0)], ("grammar", "mute the tv", True), ""),
+    ("And pause the TV.", [("pause the tv", -3.0, 1.0)], ("grammar", "pause the tv", True), "", None),
+    ("Amute the TV.", [("mute the tv", -3.0, 1.0)], ("grammar", "mute the tv", True), "", None),
     # Whisper's words are a question, the sentence is not: never act on it unasked
     ("Is the kitchen light on?", [("turn on the kitchen light", -3.0, 2.0)],
-     ("grammar", "turn on the kitchen light", True), ""),
+     ("grammar", "turn on the kitchen light", True), "", None),
     # what pocketsphinx heard too counts more: two recognisers agree (the other is still close: ask)
     ("Turn of the kitchen light.",
      [("turn on the kitchen light", -3.0, 1.0), ("turn off the kitchen light", -4.5, 1.2)],
-     ("grammar", "turn off the kitchen light", True), "turn off the kitchen light"),
+     ("grammar", "turn off the kitchen light", True), "turn off the kitchen light", None),
     ("Turn of the kitchen light.",
      [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -4.0, 1.2)],
-     ("grammar", "turn off the kitchen light", False), "turn off the kitchen light"),
+     ("grammar", "turn off the kitchen light", False), "turn off the kitchen light", None),
     # Whisper heard much more than the sentence says
     ("Start my Roomba. Rock my work carriage.", [("start my roomba", -5.0, 2.0)],
-     ("grammar", "start my roomba", True), ""),
+     ("grammar", "start my roomba", True), "", None),
+    # Whisper's own words are a sentence of the grammar that the search missed, and likelier
+    ("Turn off the TV.", [("what are you", -10.0, 6.0)], ("grammar", "turn off the tv", False), "", -4.0),
     # Whisper skipped a word it was unsure of; pocketsphinx accounts for all the speech
     ("Cobbled the kitchen light.", [("the kitchen light", -6.0, 1.4), ("toggle the kitchen light", -9.0, 5.0)],
-     ("grammar", "toggle the kitchen light", False), "toggle the kitchen light"),
+     ("grammar", "toggle the kitchen light", False), "toggle the kitchen light", None),
     # ... but not when Whisper finds its longer sentence far less likely
     ("Cobbled the kitchen light.", [("the kitchen light", -6.0, 1.4), ("toggle the kitchen light", -12.0, 8.0)],
-     ("grammar", "the kitchen light", True), "toggle the kitchen light"),
+     ("grammar", "the kitchen light", True), "toggle the kitchen light", None),
 ])
 def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tuple[str, float, float]],
-                                               decided: tuple[str, str, bool], pocketsphinx: str) -> None:
+                                               decided: tuple[str, str, bool], pocketsphinx: str,
+                                               text_score: float | None) -> None:
     from hub_runtime.engines.pocketsphinx import GrammarHypothesis
     from hub_runtime.settings import AsrSettings
     from hub_runtime.stages.asr import AsrStage
@@ -593,7 +599,7 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
     settings = Settings()
     heard = tuple(_heard(*s) for s in sentences)
     stage = AsrStage(Agent.from_settings(settings), AsrSettings(), frame_ms=30,
-                     whisper=ScriptedWhisper(whisper, heard))
+                     whisper=ScriptedWhisper(whisper, heard, text_score))
     said: list[tuple[str, str, bool]] = []
 
     async def transcript(text: str, tier: str, confidence: float, open_text: str = "",
