@@ -185,6 +185,8 @@ def report(name: str, cases: list[evalset.Case], outcomes: dict[str, Outcome], s
     initial = {e.entity_id: (e.state, copy.deepcopy(e.attributes)) for e in agent.model.catalog}
     before = snapshot(agent.model.catalog)
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by: dict[str, dict[str, list[int]]] = {"voice": defaultdict(lambda: [0, 0]),
+                                           "condition": defaultdict(lambda: [0, 0])}
     agree = wrongs = intended = n_intended = 0
     misses: list[str] = []
     bad_list: list[str] = []
@@ -198,6 +200,9 @@ def report(name: str, cases: list[evalset.Case], outcomes: dict[str, Outcome], s
             ok = True
         per[ref or "(none)"][0] += ok
         per[ref or "(none)"][1] += 1
+        for label, key in (("voice", f"{case.voice} x{case.speed}"), ("condition", case.condition)):
+            by[label][key][0] += ok
+            by[label][key][1] += 1
         agree += ok
         if not ok:
             misses.append(f"{case.text!r} ({case.voice} x{case.speed} {case.condition}): ref {ref}, hub {got.intent}"
@@ -214,6 +219,9 @@ def report(name: str, cases: list[evalset.Case], outcomes: dict[str, Outcome], s
         k, n = per[intent]
         print(f"  {intent:30s} {k:3d}/{n:<3d}")
     print(f"agreement with Home Assistant's matcher: {agree}/{len(cases)} = {agree / max(1, len(cases)):.1%}")
+    if name.startswith("spoken"):
+        for label in ("voice", "condition"):
+            print(f"  by {label}: " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in sorted(by[label].items())))
     print(f"phrasings done or asked about as meant: {intended}/{n_intended}")
     print(f"wrong actions: {wrongs}")
     for line in bad_list:
