@@ -37,6 +37,14 @@ BACKCHANNELS: Final = frozenset({
 })
 
 
+# said over the hub, these only stop it
+STOP_PHRASES: Final = frozenset({
+    "stop", "stop it", "stop talking", "cancel", "be quiet", "quiet", "shut up", "never mind", "nevermind",
+    "enough", "that's enough", "thats enough", "ok stop", "okay stop", "please stop", "stop please", "wait",
+    "hold on", "wait a second", "hang on", "silence", "no stop", "that's it", "thank you stop",
+})
+
+
 _HUMS: Final = re.compile(r"^(?:[mh]*m[mh]*|u+h+|uh+ ?huh|mm+ ?hmm+)$")  # "mmm", "hmm", "mhm", "uh huh"
 
 

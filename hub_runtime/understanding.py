@@ -43,7 +43,7 @@ from .nlu import Intent, words_to_digits
 from .protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from .settings import Settings
 from .smalltalk import ANSWERS, SmallTalk, is_local
-from .text import is_backchannel, is_question
+from .text import STOP_PHRASES, is_backchannel, is_question
 from .timers import Timer, TimerError, Timers
 
 if TYPE_CHECKING:
@@ -63,12 +63,6 @@ _YES: Final = frozenset({"yes", "yeah", "yep", "yup", "sure", "ok", "okay", "ple
 _NO: Final = frozenset({"no", "nope", "nah", "don't", "do not", "cancel", "never mind", "nevermind", "stop",
                         "no thanks", "no thank you", "leave it", "forget it", "no don't", "not now"})
 _WORD_RE: Final = re.compile(r"[a-z0-9']+")
-# said over the hub, these only stop it
-STOP_PHRASES: Final = frozenset({
-    "stop", "stop it", "stop talking", "cancel", "be quiet", "quiet", "shut up", "never mind", "nevermind",
-    "enough", "that's enough", "thats enough", "ok stop", "okay stop", "please stop", "stop please", "wait",
-    "hold on", "wait a second", "hang on", "silence", "no stop", "that's it", "thank you stop",
-})
 # words that say an action's direction: an LLM's proposal against them is refused
 _POLARITY: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
     # intent: (words that support it, words that contradict it)

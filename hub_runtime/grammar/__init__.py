@@ -28,6 +28,7 @@ from ..catalog import Catalog, Entity
 from ..protocol import SUPPORTED_INTENTS
 from ..smalltalk import ANSWERS
 from ..smalltalk import INTENTS as SMALL_TALK
+from ..text import BACKCHANNELS, STOP_PHRASES
 from .automaton import (
     WILDCARD,
     Dfa,
@@ -161,7 +162,7 @@ class HomeGrammar:
         }
         self._dfa: Dfa | None = None
         self._commands_dfa: Dfa | None = None
-        self._spoken: dict[bool, Dfa] = {}
+        self._spoken: dict[tuple[bool, bool], Dfa] = {}
         self._dfa_lock = threading.Lock()
         self.build_s = 0.0  # of the automaton (built on first use: text alone needs none)
 
@@ -190,20 +191,25 @@ class HomeGrammar:
                 self._commands_dfa = self._compile(exclude=ANSWERS)
             return self._commands_dfa
 
-    def spoken_dfa(self, *, answering: bool = False) -> Dfa:
+    def spoken_dfa(self, *, answering: bool = False, overlapping: bool = False) -> Dfa:
         """The automaton Whisper decodes with: the wildcards kept as the word ``*`` (free text).
 
         Without ``answering``, the answers to the hub's questions are left out, as in
-        :attr:`commands_dfa`.
+        :attr:`commands_dfa`. With ``overlapping`` (words said over the hub's voice), the
+        phrases that stop it ("stop", "be quiet") and a listener's backchannels ("okay",
+        "mm hmm") are sentences too: what is said over the hub is one of them or a command.
         """
+        key = (answering, overlapping)
         with self._dfa_lock:
-            dfa = self._spoken.get(answering)
+            dfa = self._spoken.get(key)
             if dfa is None:
-                dfa = self._spoken[answering] = self._compile(exclude=frozenset() if answering else ANSWERS,
-                                                              wildcards=True)
+                dfa = self._spoken[key] = self._compile(
+                    exclude=frozenset() if answering else ANSWERS, wildcards=True,
+                    phrases=STOP_PHRASES | BACKCHANNELS if overlapping else frozenset())
             return dfa
 
-    def _compile(self, exclude: frozenset[str] = frozenset(), *, wildcards: bool = False) -> Dfa:
+    def _compile(self, exclude: frozenset[str] = frozenset(), *, wildcards: bool = False,
+                 phrases: frozenset[str] = frozenset()) -> Dfa:
         nfa = Nfa.empty()
         body_start, body_end = nfa.new_state(), nfa.new_state()
         nfa.add(0, "", body_start)
@@ -224,6 +230,8 @@ class HomeGrammar:
                     self._list_values, requires=requires, excludes=excludes, data=data, wildcards=wildcards))
                 for sentence in data.sentences:
                     compiler.add_sentence(sentence_expression(sentence), body_start, body_end)
+        for phrase in phrases:
+            nfa.add_words(body_start, tokenize(phrase), body_end)
         return minimize(nfa)
 
     def _list_values(

@@ -19,8 +19,10 @@ not, or say much more than it does. Otherwise Whisper's free transcript goes on 
 ``open``) and is understood as text; pocketsphinx's words never decide alone, but the
 sentence they make counts more, and wins when it is Whisper's with words more.
 
-Speech over the hub too short to open a turn (a ``blip`` end of turn) is transcribed from
-the pre-roll alone; only a stop phrase in it reaches the router as words.
+Words said over the hub's voice are decoded within its stop phrases and a listener's
+backchannels too ("stop", "okay"), besides the commands. Speech over the hub too short to
+open a turn (a ``blip`` end of turn) is decoded from the pre-roll alone; only a stop phrase
+in it reaches the router as words.
 
 Consumes: SpeechStartedFrame, InputAudioFrame, EndOfTurnFrame (upstream).
 Emits: PartialTranscriptFrame, TranscriptFrame.
@@ -110,6 +112,19 @@ def whisper_prompt(grammar: HomeGrammar, *, max_words: int = 100) -> str:
             break
         out.append(sentence[0].upper() + sentence[1:] + ".")
     return " ".join(out)
+
+
+@dataclass(frozen=True)
+class _Within:
+    """Which sentences Whisper decodes an utterance within (the automaton is built on first use)."""
+
+    model: HomeModel
+    answering: bool  # the answers to the hub's question too
+    overlapping: bool  # said over the hub's voice: its stop phrases and backchannels too
+
+    def dfa(self) -> Dfa:
+        """The automaton (slow the first time: call from a worker thread)."""
+        return self.model.grammar.spoken_dfa(answering=self.answering, overlapping=self.overlapping)
 
 
 @dataclass
@@ -289,21 +304,23 @@ class AsrStage(Stage):
             return
         audio, prompt = self._audio_so_far(), self.prompt
         _LOGGER.debug("speculative whisper pass on %d ms", samples_to_ms(len(audio)))
-        task = self.spawn(self._run_whisper(audio, prompt, self._spoken_dfa(), self._speech_s, self._complete),
+        task = self.spawn(self._run_whisper(audio, prompt, self._within(), self._speech_s, self._complete),
                           "whisper", interruptible=False)
         self._speculation = _Speculation(self._utt_samples, task)
 
-    def _spoken_dfa(self) -> Dfa:
-        """The automaton Whisper decodes this utterance with (built already: see ``_build``)."""
-        model = self._model or self.agent.model
-        return model.grammar.spoken_dfa(answering=self._answering)
+    def _within(self, *, overlapping: bool | None = None) -> _Within:
+        """The sentences Whisper decodes this utterance within."""
+        return _Within(self._model or self.agent.model, self._answering,
+                       self._overlapped if overlapping is None else overlapping)
 
-    async def _run_whisper(self, audio: np.ndarray, prompt: str, grammar: Dfa | None = None,
+    async def _run_whisper(self, audio: np.ndarray, prompt: str, within: _Within | None = None,
                            speech_s: float = 0.0, also: tuple[str, ...] = ()) -> WhisperResult:
         assert self.whisper is not None
+        # built in a worker thread at start; the one for words over the hub's voice on first use
+        dfa = await asyncio.to_thread(within.dfa) if within is not None else None
         async with self._whisper_lock:  # one pass at a time on the 2 cores
             return await asyncio.to_thread(functools.partial(self.whisper.transcribe, audio, prompt,
-                                                             grammar=grammar, speech_s=speech_s, also=also))
+                                                             grammar=dfa, speech_s=speech_s, also=also))
 
     def _close(self, eot: EndOfTurnFrame) -> None:
         decoder = self._decoder
@@ -314,7 +331,7 @@ class AsrStage(Stage):
         hyp = decoder.end()
         audio = self._audio_so_far()
         speculation, overlapped = self._speculation, self._overlapped
-        dfa, speech_s = (self._spoken_dfa(), self._speech_s) if self.whisper is not None else (None, 0.0)
+        within, speech_s = self._within(), self._speech_s
         self._speculation, self._utterance, self._utt_samples, self._speech = None, [], 0, None
         self._complete = ()
         self._silent_ms, self._overlapped = 0, False
@@ -322,25 +339,35 @@ class AsrStage(Stage):
         if eot.discard:
             return
         prompt, self._question = self.prompt, ""  # a question is answered once
-        self.spawn(self._finish(hyp, audio, speculation, prompt, dfa, speech_s, overlapped=overlapped,
+        self.spawn(self._finish(hyp, audio, speculation, prompt, within, speech_s, overlapped=overlapped,
                                 paused=eot.undecided), "finish", interruptible=False)
 
     async def _blip(self) -> None:
         """Short speech over the hub that never became a turn: a stop phrase stops it, anything else is dropped.
 
-        The transcript is paused (the router resumes the reply for an empty one); Whisper's
-        words stay in ``open_text`` for the event log.
+        Whisper decodes it within the phrases said over the hub (a stop, a backchannel) and
+        the commands; the transcript is paused (the router resumes the reply for an empty
+        one), and its words are a stop phrase or nothing. Whisper's own words stay in
+        ``open_text`` for the event log.
         """
         audio = (np.concatenate([s for s, _played, _speech in self._preroll]) if self._preroll
                  else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
-        heard = ""
-        if self.whisper is not None and len(audio):
-            heard = (await self._run_whisper(audio, self.prompt)).text
+        if self.whisper is None or not len(audio):
+            await self._transcript("", "open", 0.0, overlapped=True, paused=True)
+            return
+        speech_s = sum(len(s) for s, _played, speech in self._preroll if speech) / RATE
+        result = await self._run_whisper(audio, self.prompt, self._within(overlapping=True), speech_s)
+        choice = await asyncio.to_thread(self._choose, result)
+        if choice is not None and is_stop(" ".join(choice[0])) and not choice[2]:
+            await self._transcript(" ".join(choice[0]), "grammar", choice[1], open_text=result.text,
+                                   overlapped=True, paused=True)
+            return
+        heard = result.text
         await self._transcript(heard if is_stop(heard) else "", "open", 0.0, open_text=heard,
                                overlapped=True, paused=True)
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray, speculation: _Speculation | None,
-                      prompt: str, dfa: Dfa | None, speech_s: float, *, overlapped: bool = False,
+                      prompt: str, within: _Within, speech_s: float, *, overlapped: bool = False,
                       paused: bool = False) -> None:
         say = functools.partial(self._transcript, overlapped=overlapped, paused=paused, grammar=hyp)
         if self.whisper is None:  # the grammar tier alone (configured so): only its confident words
@@ -354,7 +381,7 @@ class AsrStage(Stage):
             _LOGGER.debug("speculation on %d of %d ms", samples_to_ms(speculation.samples),
                           samples_to_ms(len(audio)))
         else:
-            result = await self._run_whisper(audio, prompt, dfa, speech_s, hyp.words)
+            result = await self._run_whisper(audio, prompt, within, speech_s, hyp.words)
         choice = await asyncio.to_thread(self._choose, result, hyp.words)
         if choice is None:
             # Whisper's own words: the understanding matches them as typed text, or nothing acts

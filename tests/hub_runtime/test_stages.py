@@ -609,5 +609,5 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
 
     stage._transcript = transcript  # type: ignore[method-assign]
     asyncio.run(stage._finish(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9), np.zeros(16000, np.int16), None,
-                              stage.prompt, stage.agent.model.grammar.spoken_dfa(), 1.0))
+                              stage.prompt, stage._within(), 1.0))
     assert said == [decided]
