@@ -131,7 +131,7 @@ class TokenGrammar:
         """Every word (or spelled number) leaving ``state``, where it leads, and how it may be written."""
         for word, dst in self.dfa.trans[state].items():
             if word != WILDCARD:
-                yield (word,), dst, self._word_forms(word)
+                yield (word,), dst, self._word_forms(word, first=state == 0)
         for words, dst, value in self._numbers(state):
             written = [f" {value}"]
             if len(words) == 2 and words[0] not in ("hundred", "thousand") and words[1] != "hundred":
@@ -139,8 +139,9 @@ class TokenGrammar:
             yield words, dst, written
 
     @staticmethod
-    def _word_forms(word: str) -> list[str]:
-        written = {f" {word}", f" {word[:1].upper()}{word[1:]}"}
+    def _word_forms(word: str, *, first: bool = False) -> list[str]:
+        """How Whisper may write a word: capitalised first in a sentence, else either way (names)."""
+        written = {f" {word[:1].upper()}{word[1:]}"} if first else {f" {word}", f" {word[:1].upper()}{word[1:]}"}
         if len(word) <= 3 and word.isalpha():
             written.add(f" {word.upper()}")
         written.update(_SYMBOLS.get(word, ()))
@@ -313,3 +314,4 @@ _VALUES: Final = {number_words(n): n for n in range(0, 1000)}
 def _spelled_value(words: tuple[str, ...]) -> int | None:
     """The number these words spell the way :func:`number_words` does, else None."""
     return _VALUES.get(" ".join(words))
+
