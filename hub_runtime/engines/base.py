@@ -57,6 +57,7 @@ class WhisperResult:
     sentences: tuple[Heard, ...] = ()  # best first, distinct words; empty without a grammar
     text_logprob: float | None = None  # the free text's log-probability, scored as the sentences are
     text_score: float | None = None  # ... and with its length's fit, as a sentence's ``score``
+    agreed: bool = False  # the other recogniser's sentence, Whisper's own choice token by token (no search run)
 
 
 class Transcriber(Protocol):

@@ -15,6 +15,7 @@ tokens (large when the speech is not a sentence of the grammar).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -28,10 +29,10 @@ import numpy.typing as npt
 from ..audio.format import RATE
 from ..grammar.automaton import Dfa
 from ..grammar.pronounce import syllables
-from ..grammar.tokens import TokenGrammar
+from ..grammar.tokens import TokenGrammar, write
 from ..text import split_sentences
 from .base import Heard, WhisperResult
-from .whisper_decoder import Encoded, WhisperDecoder, constrained_search, score_segment
+from .whisper_decoder import Encoded, WhisperDecoder, agreement, constrained_search, score_segment
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -44,6 +45,10 @@ SYLLABLES_PER_S: Final = 4.4
 LENGTH_SIGMA_SHORT: Final = 0.35  # the sentence is shorter than the speech (words left out)
 LENGTH_SIGMA_LONG: Final = 0.5  # ... longer (people speak fast)
 NBEST: Final = 5  # sentences kept, distinct words
+# Another recogniser's sentence is taken at once, without decoding, when it is Whisper's own
+# choice token by token: the grammar cost at most this much in all (nats) ...
+AGREED_MAX_FORCED: Final = 1.0
+AGREED_MIN_MARGIN: Final = 1.0  # ... and each token (and the end) beat any other reading by this much
 
 
 def bundled_model() -> Path:
@@ -99,7 +104,9 @@ class WhisperTranscriber:
                    speech_s: float = 0.0, also: tuple[str, ...] = ()) -> WhisperResult:
         """Transcribe float32 16 kHz audio with an optional initial prompt, and within ``grammar``.
 
-        ``also``: a sentence of the grammar (another recogniser's) to score as well.
+        ``also``: a sentence of the grammar (another recogniser's) to score as well. When
+        Whisper's own choice, token by token, is that sentence (see ``AGREED_*``), it is the
+        result at once: no free decode, no search (about 30 ms instead of 200).
         """
         with self._lock:
             return self._transcribe_locked(audio, prompt, grammar, speech_s, also)
@@ -114,6 +121,12 @@ class WhisperTranscriber:
         padded[: min(len(audio), len(padded))] = audio[: len(padded)]
         feats = self._features(padded, chunk_length=window)[:, : window * 100]
         features = self._model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None])))
+        audio_enc = self._decoder.encode(np.asarray(features)[0].astype(np.float32))
+        stamps = range(self._timestamp_begin, self._timestamp_begin + window * 50 + 1)
+        if grammar is not None and also and grammar.accepts(also):
+            agreed = self._agreed(also, audio_enc, stamps, speech_s)
+            if agreed is not None:
+                return agreed
         tokens: list[int] = []
         if prompt:
             ids = self._tok.encode(" " + prompt.strip(), add_special_tokens=False).ids
@@ -128,8 +141,6 @@ class WhisperTranscriber:
             features, [tokens], beam_size=self.beam_size, max_length=len(tokens) + max_new,
             return_scores=True, suppress_blank=True, asynchronous=True,
         )[0]
-        audio_enc = self._decoder.encode(np.asarray(features)[0].astype(np.float32))
-        stamps = range(self._timestamp_begin, self._timestamp_begin + window * 50 + 1)
         sentences = self._within(grammar, audio_enc, stamps, speech_s) if grammar is not None else ()
         if grammar is not None and also and grammar.accepts(also) and all(h.words != also for h in sentences):
             sentences += self._within(_one_sentence(also), audio_enc, stamps, speech_s, cache=False)[:1]
@@ -147,6 +158,25 @@ class WhisperTranscriber:
             text_score = text_logprob + length_fit(tuple(text.split()), speech_s)
         return WhisperResult(text=text, logprob=float(score), sentences=sentences, text_logprob=text_logprob,
                              text_score=text_score)
+
+    def _agreed(self, words: tuple[str, ...], audio: Encoded, stamps: range,
+                speech_s: float) -> WhisperResult | None:
+        """``words`` as the result, if Whisper's own choice is that sentence, token by token, by a margin."""
+        text = write(words)
+        tokens = list(self._tok.encode(text, add_special_tokens=False).ids)
+        found = agreement(self._decoder, audio, self._segment_prefix, tokens, timestamps=stamps,
+                          spelling=self._spelling)
+        _LOGGER.debug("whisper on %r: forced %.2f, margin %.2f", text, found.forced, found.margin)
+        if found.forced > AGREED_MAX_FORCED or found.margin < AGREED_MIN_MARGIN:
+            return None
+        heard = Heard(words, found.logprob + length_fit(words, speech_s), found.forced, found.logprob)
+        return WhisperResult(text=text.strip() + ".", logprob=found.logprob, sentences=(heard,),
+                             text_logprob=found.logprob, text_score=heard.score, agreed=True)
+
+    @functools.lru_cache(maxsize=16384)  # noqa: B019 - one transcriber per process
+    def _spelling(self, token: int) -> str:
+        """The letters, digits and symbols a token writes ("" for a mark: ",", "-", "...")."""
+        return "".join(ch for ch in str(self._tok.decode([token])).lower() if ch.isalnum() or ch in "'%°")
 
     @property
     def _segment_prefix(self) -> list[int]:

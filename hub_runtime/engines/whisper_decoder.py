@@ -396,6 +396,31 @@ def _candidates(decoder: WhisperDecoder, grammar: TokenGrammar, states: F32, liv
     return out
 
 
+@dataclass(frozen=True)
+class _Segment:
+    """Text run through the decoder as the search writes a sentence: a timestamp, the tokens, then the end."""
+
+    start_logprob: float  # that a timestamp comes first (summed over the times it may be at)
+    hidden: F32  # [tokens + 1, dim]: the state before each token, and after the last
+    cache: Cache
+    ids: npt.NDArray[np.intp]  # the text's distinct tokens, sorted
+    logp: F32  # [tokens + 1, len(ids)]
+    best: F32  # [tokens + 1]: the likeliest token's log-probability at each state
+    common: F32  # [tokens + 1, shortlist]
+    stamps: F32  # [tokens + 1, timestamps]
+
+
+def _segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int],
+             timestamps: range) -> _Segment:
+    hidden, cache = decoder.forward(np.array([prefix], dtype=np.intp), None, audio)
+    _, _, _, stamps = decoder.log_probs(hidden[:, -1], np.zeros(0, np.intp), timestamps)
+    start = timestamps[int(np.argmax(stamps[0]))]
+    hidden, cache = decoder.forward(np.array([[start, *tokens]], dtype=np.intp), cache, audio)
+    ids = np.unique(np.array(tokens, dtype=np.intp))
+    logp, best, common, text_stamps = decoder.log_probs(hidden[0], ids, timestamps)
+    return _Segment(float(np.logaddexp.reduce(stamps[0])), hidden[0], cache, ids, logp, best, common, text_stamps)
+
+
 def score_segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int], *,
                   timestamps: range, end_of_text: int) -> float:
     """Log-probability of text written as the search writes a sentence: between two timestamps, then the end.
@@ -405,17 +430,52 @@ def score_segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], to
     """
     if not tokens or not len(timestamps):
         return -math.inf
-    hidden, cache = decoder.forward(np.array([prefix], dtype=np.intp), None, audio)
-    _, _, _, stamps = decoder.log_probs(hidden[:, -1], np.zeros(0, np.intp), timestamps)
-    total = float(np.logaddexp.reduce(stamps[0]))
-    start = timestamps[int(np.argmax(stamps[0]))]
-    hidden, cache = decoder.forward(np.array([[start, *tokens]], dtype=np.intp), cache, audio)
-    ids = np.unique(np.array(tokens, dtype=np.intp))
-    logp, _, _, stamps = decoder.log_probs(hidden[0], ids, timestamps)
-    cols = np.searchsorted(ids, np.array(tokens, dtype=np.intp))
-    total += float(logp[np.arange(len(tokens)), cols].sum())
-    total += float(np.logaddexp.reduce(stamps[-1]))
-    end = timestamps[int(np.argmax(stamps[-1]))]
-    hidden, _ = decoder.forward(np.array([[end]], dtype=np.intp), cache, audio)
+    seg = _segment(decoder, audio, prefix, tokens, timestamps)
+    cols = np.searchsorted(seg.ids, np.array(tokens, dtype=np.intp))
+    total = seg.start_logprob + float(seg.logp[np.arange(len(tokens)), cols].sum())
+    total += float(np.logaddexp.reduce(seg.stamps[-1]))
+    end = timestamps[int(np.argmax(seg.stamps[-1]))]
+    hidden, _ = decoder.forward(np.array([[end]], dtype=np.intp), seg.cache, audio)
     logp, _, _, _ = decoder.log_probs(hidden[:, -1], np.array([end_of_text], dtype=np.intp), timestamps)
     return total + float(logp[0, 0])
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How Whisper, token by token, agrees with text it is given (see :func:`agreement`)."""
+
+    logprob: float  # of the text between its timestamps (the end of text left out)
+    forced: float  # summed over tokens (and the end): the likeliest token's log-prob less the text's
+    margin: float  # the least, over tokens (and the end), by which the text's beats any other reading
+
+
+def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int], *,
+              timestamps: range, spelling: Callable[[int], str], rivals: int = 4) -> Agreement:
+    """Whether Whisper's own choice, token by token, is this text, and by how much (one pass, not a search).
+
+    At each token, what writes the same letters from there on (``spelling``: a token's
+    letters, digits and symbols, lower case) counts as the text: " Christmas" for " christ"
+    "mas", "-" for " minute" after " 62". After the text, the end (a timestamp, or a mark
+    that writes no letters) must beat every token that writes some: else Whisper heard more.
+    """
+    seg = _segment(decoder, audio, prefix, tokens, timestamps)
+    letters = [spelling(t) for t in tokens]
+    forced, margin = 0.0, math.inf
+    logprob = seg.start_logprob
+    for row in range(len(tokens) + 1):
+        rest = "".join(letters[row:])
+        common = seg.common[row]
+        stamp = float(np.logaddexp.reduce(seg.stamps[row]))
+        mine, other = (stamp, -math.inf) if row == len(tokens) else (-math.inf, stamp)
+        if row < len(tokens):
+            own = float(seg.logp[row, np.searchsorted(seg.ids, tokens[row])])
+            logprob += own
+            mine = own
+        for t in np.argpartition(-common, rivals)[:rivals].tolist():
+            if rest.startswith(spelling(t)):
+                mine = max(mine, float(common[t]))
+            else:
+                other = max(other, float(common[t]))
+        forced += max(0.0, float(seg.best[row]) - mine)
+        margin = min(margin, mine - other)
+    return Agreement(logprob, forced, margin)

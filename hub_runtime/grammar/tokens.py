@@ -315,3 +315,27 @@ def _spelled_value(words: tuple[str, ...]) -> int | None:
     """The number these words spell the way :func:`number_words` does, else None."""
     return _VALUES.get(" ".join(words))
 
+
+def write(words: tuple[str, ...]) -> str:
+    """The likeliest way Whisper writes a sentence: capitalised, numbers in digits, "percent" as "%".
+
+    ("set the fan to fifty five percent" → " Set the fan to 55%"; no end mark.)
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        for n in range(min(MAX_NUMBER_WORDS, len(words) - i), 0, -1):
+            value = _spelled_value(words[i:i + n])
+            if value is not None:
+                out.append(str(value))
+                i += n
+                break
+        else:
+            word = words[i]
+            if word in _SYMBOLS and out and out[-1].isdigit():
+                out[-1] += _SYMBOLS[word][0]
+            else:
+                out.append(word)
+            i += 1
+    text = " ".join(out)
+    return " " + text[:1].upper() + text[1:]

@@ -12,6 +12,7 @@ from hub_runtime.audio.format import RATE
 from hub_runtime.audio.synthetic import pink_noise, speak
 from hub_runtime.engines.whisper import WhisperTranscriber, length_fit
 from hub_runtime.grammar.automaton import Dfa, tokenize
+from hub_runtime.grammar.tokens import write
 from hub_runtime.settings import Settings
 from hub_runtime.stages.asr import MAX_FORCED
 
@@ -138,3 +139,27 @@ def test_a_sentence_too_short_for_the_speech_is_unlikely() -> None:
     assert length_fit(tuple("mute the music in the hallway".split()), 1.6) > -0.5
     assert length_fit(("stop",), 0.3) > -1.0
     assert length_fit(("stop",), 0.0) == 0.0  # no measure of the speech: no opinion
+
+
+def test_sentences_are_written_as_whisper_writes_them() -> None:
+    assert write(tuple("set the fan to fifty five percent".split())) == " Set the fan to 55%"
+    assert write(tuple("add seventy one minutes to the tea timer".split())) == " Add 71 minutes to the tea timer"
+    assert write(("what", "time", "is", "it")) == " What time is it"
+
+
+@pytest.mark.parametrize(("text", "also", "agreed", "top"), [
+    # Whisper's own choice, token by token: taken at once, without a search
+    ("what time is it", "what time is it", True, "what time is it"),
+    # another polarity than was said: searched, and the search hears what was said
+    ("turn off the office fan", "turn on the office fan", False, "turn off the office fan"),
+    # less than was said (the speech goes on after "lights"): searched
+    ("turn off the lights in the kitchen", "turn off the lights", False, "turn off the lights in the kitchen"),
+])
+def test_another_recognisers_sentence_is_taken_at_once_only_when_whisper_would_write_it(
+        whisper: WhisperTranscriber, agent: Agent, text: str, also: str, agreed: bool, top: str) -> None:
+    grammar = agent.model.grammar.spoken_dfa()
+    assert grammar.accepts(also.split())
+    result = whisper.transcribe(_audio(text), grammar=grammar, speech_s=len(speak(text)) / RATE,
+                                also=tuple(also.split()))
+    assert result.agreed is agreed, result
+    assert result.sentences[0].words == tuple(top.split()), result
