@@ -401,7 +401,6 @@ class _Segment:
     """Text run through the decoder as the search writes a sentence: a timestamp, the tokens, then the end."""
 
     start_logprob: float  # that a timestamp comes first (summed over the times it may be at)
-    hidden: F32  # [tokens + 1, dim]: the state before each token, and after the last
     cache: Cache
     ids: npt.NDArray[np.intp]  # the text's distinct tokens, sorted
     logp: F32  # [tokens + 1, len(ids)]
@@ -418,7 +417,7 @@ def _segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens:
     hidden, cache = decoder.forward(np.array([[start, *tokens]], dtype=np.intp), cache, audio)
     ids = np.unique(np.array(tokens, dtype=np.intp))
     logp, best, common, text_stamps = decoder.log_probs(hidden[0], ids, timestamps)
-    return _Segment(float(np.logaddexp.reduce(stamps[0])), hidden[0], cache, ids, logp, best, common, text_stamps)
+    return _Segment(float(np.logaddexp.reduce(stamps[0])), cache, ids, logp, best, common, text_stamps)
 
 
 def score_segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int], *,
@@ -466,11 +465,11 @@ def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens
         rest = "".join(letters[row:])
         common = seg.common[row]
         stamp = float(np.logaddexp.reduce(seg.stamps[row]))
-        mine, other = (stamp, -math.inf) if row == len(tokens) else (-math.inf, stamp)
-        if row < len(tokens):
-            own = float(seg.logp[row, np.searchsorted(seg.ids, tokens[row])])
-            logprob += own
-            mine = own
+        if row < len(tokens):  # a timestamp here would end the text early
+            mine, other = float(seg.logp[row, np.searchsorted(seg.ids, tokens[row])]), stamp
+            logprob += mine
+        else:  # after the text, a timestamp is its end
+            mine, other = stamp, -math.inf
         for t in np.argpartition(-common, rivals)[:rivals].tolist():
             if rest.startswith(spelling(t)):
                 mine = max(mine, float(common[t]))
