@@ -38,43 +38,31 @@ class EchoGate:
     learnt on frames that are not user speech (a high percentile, kept across replies:
     the room does not change). A frame is speech only if it is ``ECHO_MARGIN`` times
     louder than that expected echo. When the speaker falls silent (between sentences, at
-    the end, when the user barges in), the echo dies away as the room makes it: how loud
-    it still is k frames later, against the playback before, is learnt the same way for
-    each k (in the pauses between the hub's sentences). Until a k has been heard often
-    enough, the gate holds as if the speaker still played.
+    the end), the echo dies away for a while: against the recent playback, the gate holds.
     """
 
     def __init__(self) -> None:
         """No echo learnt yet."""
         self._ref: deque[float] = deque(maxlen=ECHO_TAIL_FRAMES)
         self._ratios: deque[float] = deque(maxlen=ECHO_STATS_FRAMES)
-        # [k]: mic level / playback level, k + 1 frames after the speaker fell silent
-        self._tail: list[deque[float]] = [deque(maxlen=ECHO_STATS_FRAMES) for _ in range(ECHO_TAIL_FRAMES)]
-        self._silent = 0  # frames since the speaker last played
 
     def allows(self, mic: np.ndarray, reference: np.ndarray | None, speech: bool) -> bool:
         """Whether a frame the VAD called ``speech`` is really the user."""
-        level_ref = _rms(reference) if reference is not None else 0.0
-        self._ref.append(level_ref)
-        self._silent = 0 if level_ref >= PLAYBACK_FLOOR_RMS else self._silent + 1
+        self._ref.append(_rms(reference) if reference is not None else 0.0)
+        recent = list(self._ref)[-ECHO_WINDOW_FRAMES:]
+        ref_level = max(recent)
         tail_level = max(self._ref)
         if tail_level < PLAYBACK_FLOOR_RMS:
             return speech
         level = _rms(mic)
-        expected = float(np.percentile(self._ratios, 90)) if self._ratios else 1.0
-        if self._silent:  # the echo's tail
-            learnt = self._tail[self._silent - 1]
-            if len(learnt) >= ECHO_MIN_STATS:
-                expected = float(np.percentile(learnt, 90))
-            user = speech and level > ECHO_MARGIN * expected * tail_level
-            if not user:
-                learnt.append(level / tail_level)
-            return user
-        ref_level = max(list(self._ref)[-ECHO_WINDOW_FRAMES:])
+        if ref_level < PLAYBACK_FLOOR_RMS:  # the echo's tail: the gate holds, learning nothing
+            expected = float(np.percentile(self._ratios, 90)) if self._ratios else 1.0
+            return speech and level > ECHO_MARGIN * expected * tail_level
         ratio = level / ref_level
         if len(self._ratios) < ECHO_MIN_STATS:
             self._ratios.append(ratio)
             return False
+        expected = float(np.percentile(self._ratios, 90))
         user = speech and ratio > ECHO_MARGIN * expected
         if not user:
             self._ratios.append(ratio)

@@ -611,39 +611,3 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
     asyncio.run(stage._finish(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9), np.zeros(16000, np.int16), None,
                               stage.prompt, stage._within(), 1.0))
     assert said == [decided]
-
-
-def test_the_echo_gate_learns_how_fast_the_rooms_echo_dies_away() -> None:
-    """After the speaker falls silent, a user as loud as its echo was counts once the room's echo is gone.
-
-    The room here returns the hub's voice at half its level two frames late, then nothing.
-    """
-    from hub_runtime.stages.vad import EchoGate
-
-    rng = np.random.default_rng(3)
-
-    def noise(rms: float) -> np.ndarray:
-        return (rng.standard_normal(480) * rms).astype(np.int16)
-
-    def reply(gate: EchoGate, frames: int = 20, pause: int = 14) -> None:
-        """The hub says a sentence, then pauses: its echo, two frames late, is all the mic hears."""
-        played = [3000.0] * frames + [0.0] * pause
-        for k, level in enumerate(played):
-            echo = 0.5 * played[k - 2] if k >= 2 else 0.0
-            assert not gate.allows(noise(echo), noise(level) if level else np.zeros(480, np.int16), True)
-
-    def user_after_pause(gate: EchoGate, frames_after: int) -> bool:
-        for _ in range(20):
-            gate.allows(noise(1500.0), noise(3000.0), False)
-        for _ in range(frames_after - 1):
-            gate.allows(noise(1.0), np.zeros(480, np.int16), False)
-        return gate.allows(noise(1500.0), np.zeros(480, np.int16), True)
-
-    fresh = EchoGate()
-    reply(fresh, pause=0)
-    assert not user_after_pause(fresh, 5)  # nothing learnt of the room's tail: the gate holds
-    learnt = EchoGate()
-    for _ in range(12):
-        reply(learnt)
-    assert user_after_pause(learnt, 5)  # the echo is gone five frames after the speaker stopped
-    assert not user_after_pause(learnt, 1)  # ... but not one frame after: it is still on its way
