@@ -83,7 +83,7 @@ FREE_SLOTS: Final = frozenset({"message", "item", "search_query", "media_class"}
 # Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
 # these, such a word leaves the polarity open.
 UN_STEMS: Final = frozenset({"mute", "pause", "lock"})
-UN_SOUNDS: Final = frozenset("un an and en in um uh ann anne".split())
+UN_SOUNDS: Final = frozenset("un a an and en in um uh ann anne".split())
 UN_PREFIXES: Final = frozenset("a an en in em um ah".split())  # fused: "amute", "enlock"
 MIN_SPECULATE_MS: Final = 300  # shortest utterance worth a speculative pass
 # Silence before a speculative pass: the VAD flag drops before a word's soft tail

@@ -567,6 +567,7 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     # Whisper heard a quick "un" as a word: the polarity is open
     ("And pause the TV.", [("pause the tv", -3.0, 1.0)], ("grammar", "pause the tv", True), "", None),
     ("Amute the TV.", [("mute the tv", -3.0, 1.0)], ("grammar", "mute the tv", True), "", None),
+    ("A mute track in here.", [("mute track in here", -3.0, 1.0)], ("grammar", "mute track in here", True), "", None),
     # Whisper's words are a question, the sentence is not: never act on it unasked
     ("Is the kitchen light on?", [("turn on the kitchen light", -3.0, 2.0)],
      ("grammar", "turn on the kitchen light", True), "", None),
