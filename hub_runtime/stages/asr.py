@@ -78,6 +78,13 @@ MAX_LIKELIER: Final = 8.0  # nats by which Whisper's own words may be likelier t
 MIN_SHARE: Final = 0.9  # the best sentence's meaning, among the likeliest sentences: less is unsure, ask first
 AGREEMENT_NATS: Final = 2.0  # the sentence pocketsphinx heard too counts this much more
 COVERAGE_NATS: Final = 3.0  # ... and, holding Whisper's with words more, wins when no more than this less likely
+# The opposite action on the same targets is the worst mistake: a sentence meaning it, no more
+# than this many nats less likely, makes the best one unsure even when its share is high.
+OPPOSITE_NATS: Final = 4.0
+OPPOSITES: Final = frozenset(frozenset(pair) for pair in (
+    ("HassTurnOn", "HassTurnOff"), ("HassMediaPause", "HassMediaUnpause"),
+    ("HassMediaPlayerMute", "HassMediaPlayerUnmute"), ("HassPauseTimer", "HassUnpauseTimer"),
+    ("HassVacuumStart", "HassVacuumReturnToBase"), ("HassLawnMowerStartMowing", "HassLawnMowerDock")))
 # slots of free text: their spelling is not a different action ("apple" or "apples" on the list)
 FREE_SLOTS: Final = frozenset({"message", "item", "search_query", "media_class"})
 # Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
@@ -428,7 +435,9 @@ class AsrStage(Stage):
                     if h is top or _within(h.words, top.words) or self._meaning(h.words) == meaning)
         share = alike / sum(weights)  # how likely it is that this was meant, among the likeliest sentences
         heard = tokenize(result.text)
-        unsure = (share < MIN_SHARE
+        opposed = any(score(top) - score(h) < OPPOSITE_NATS and _opposite(meaning, self._meaning(h.words))
+                      for h in ranked[1:])
+        unsure = (share < MIN_SHARE or opposed
                   or self._bare_name(top.words, meaning)
                   or _polarity_unclear(heard)
                   or (is_question(heard, result.text) and not is_question(list(top.words)))
@@ -476,6 +485,16 @@ def _within(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
     """
     rest = iter(whole)
     return len(part) < len(whole) and all(word in rest for word in part)
+
+
+def _opposite(a: tuple[object, ...] | None, b: tuple[object, ...] | None) -> bool:
+    """Whether two meanings are opposite actions on the same targets ("turn fans on", "turn fans off").
+
+    The same targets as said (name, area, domain), or as resolved: "unpause the tv" resolves
+    to nothing while the TV plays, "pause the tv" to the TV.
+    """
+    return (a is not None and b is not None and frozenset((a[0], b[0])) in OPPOSITES
+            and (a[1] == b[1] or a[2] == b[2]))
 
 
 def _polarity_unclear(heard: list[str]) -> bool:

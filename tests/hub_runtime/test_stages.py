@@ -552,7 +552,14 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
      ("grammar", "turn on the kitchen light", True), "", None),
     # ... but not when it is far less likely
     ("Turn of the kitchen light.",
-     [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -6.0, 4.0)],
+     [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -7.5, 4.0)],
+     ("grammar", "turn off the kitchen light", False), "", None),
+    # the opposite action on the same targets, a few nats less likely: unsure though its share is small
+    ("So, current fans saw.", [("turn fans off", -17.4, 5.0), ("turn fans on", -20.3, 7.9)],
+     ("grammar", "turn fans off", True), "", None),
+    # ... not so another action on other targets
+    ("Turn off the kitchen light.",
+     [("turn off the kitchen light", -3.0, 1.0), ("turn off the bedroom light", -6.0, 4.0)],
      ("grammar", "turn off the kitchen light", False), "", None),
     # another spelling of free text is not another action
     ("Add milk to my shopping list.", [("add milk to my shopping list", -4.0, 0.0),
@@ -576,7 +583,7 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
      [("turn on the kitchen light", -3.0, 1.0), ("turn off the kitchen light", -4.5, 1.2)],
      ("grammar", "turn off the kitchen light", True), "turn off the kitchen light", None),
     ("Turn of the kitchen light.",
-     [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -4.0, 1.2)],
+     [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -5.5, 1.2)],
      ("grammar", "turn off the kitchen light", False), "turn off the kitchen light", None),
     # Whisper heard much more than the sentence says
     ("Start my Roomba. Rock my work carriage.", [("start my roomba", -5.0, 2.0)],
