@@ -11,6 +11,9 @@ the same weights in numpy): each sentence's log-probability, plus how well its l
 fits the time the person spoke (Whisper alone likes short sentences: "mute" for "mute
 the music in the hallway"), and what the grammar cost against Whisper's own choice of
 tokens (large when the speech is not a sentence of the grammar).
+
+Before both, another recogniser's sentence (pocketsphinx's) is checked in one pass: when it is
+Whisper's own choice token by token, by a margin, it is the result and neither decode runs.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ not a sentence of the grammar costs much more) and Whisper's own words are not f
 (``MAX_LIKELIER``). It is ``unsure`` (the understanding asks before acting) when its
 meaning has less than ``MIN_SHARE`` of the likeliest sentences' probability (others mean
 another intent, target or value; the same sentence with words left out does not count),
-when it is a bare name (a command cut short: "coffee maker [off]"), when Whisper's own
-words leave its polarity open ("and pause": unpause?), are a question where the sentence is
+when the opposite action on the same targets is within ``OPPOSITE_NATS``, when it is a
+bare name (a command cut short: "coffee maker [off]"), when Whisper's own words leave its
+polarity open ("and pause": unpause?), are a question where the sentence is
 not, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
 ``open``) and is understood as text; pocketsphinx's words never decide alone, but the
 sentence they make counts more, and wins when it is Whisper's with words more.
