@@ -430,14 +430,15 @@ class AsrStage(Stage):
         top = ranked[0]
         if result.text_logprob is not None and result.text_logprob - top.logprob > MAX_LIKELIER:
             return None  # Whisper's own words explain the speech far better: "OK." is not "what are you"
-        meaning = self._meaning(top.words)
+        meanings = [self._meaning(h.words) for h in ranked]  # each understood once
+        meaning = meanings[0]
         weights = [math.exp(score(h) - score(top)) for h in ranked]
-        alike = sum(w for h, w in zip(ranked, weights, strict=True)
-                    if h is top or _within(h.words, top.words) or self._meaning(h.words) == meaning)
+        alike = sum(w for h, w, m in zip(ranked, weights, meanings, strict=True)
+                    if h is top or _within(h.words, top.words) or m == meaning)
         share = alike / sum(weights)  # how likely it is that this was meant, among the likeliest sentences
         heard = tokenize(result.text)
-        opposed = any(score(top) - score(h) < OPPOSITE_NATS and _opposite(meaning, self._meaning(h.words))
-                      for h in ranked[1:])
+        opposed = any(score(top) - score(h) < OPPOSITE_NATS and _opposite(meaning, m)
+                      for h, m in zip(ranked[1:], meanings[1:], strict=True))
         unsure = (share < MIN_SHARE or opposed
                   or self._bare_name(top.words, meaning)
                   or _polarity_unclear(heard)
