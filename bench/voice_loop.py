@@ -4,14 +4,16 @@ For in-grammar commands in varied synthetic voices: end of speech → intent and
 first hub audio (p50/p95), accuracy (intent and targets exact), CPU per second of
 audio; for barge-in: user onset while the hub speaks → playback paused (p50/p95),
 real utterances cancelled; backchannels resumed, not cancelled.
-Usage: .venv/bin/python bench/voice_loop.py [N_COMMANDS]
+Usage: .venv/bin/python bench/voice_loop.py [N_COMMANDS] [--runs 3] (the issue reports medians over 3 runs)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -50,13 +52,15 @@ def pct(xs: list[float], q: float) -> str:
     return f"{np.percentile(xs, q):.0f}" if xs else "-"
 
 
-async def main(n: int | None) -> None:
-    settings = Settings()
-    shared = await Engines.load(settings, llm=False)
-    truth = Agent.from_settings(settings)
+STAGES = ["speech_end", "end_of_turn", "transcript", "intent", "response", "tts_start"]
 
+
+async def commands(settings: Settings, shared: Engines, n: int | None) -> dict[str, object]:
+    """One pass over the spoken commands: accuracy, latencies, CPU and every turn's budget."""
+    truth = Agent.from_settings(settings)
     lat_intent, lat_audio, ok, total, cpu, audio_s = [], [], 0, 0, 0.0, 0.0
     budget: dict[str, list[int]] = {name: [] for name, _a, _b in BUDGET}
+    print(f"  {'command':42s} {'voice':13s} " + " ".join(f"{s[:10]:>10s}" for s in STAGES) + "  tier")
     for case in cases(n):
         utt = speak(case.text, case.voice, speed=case.speed)
         if case.reverb:
@@ -69,11 +73,8 @@ async def main(n: int | None) -> None:
         audio_s += len(res.mic) / 16000
         got = [e for e in res.events if e["type"] == "intent"]
         total += 1
-        if want and got and got[0]["name"] == want.name and got[0]["targets"] == want.targets:
-            ok += 1
-        else:
-            heard = [e.get("text") for e in res.events if e["type"] == "transcript"]
-            print(f"miss: {case.text!r} ({case.voice} x{case.speed}) heard {heard}")
+        right = bool(want and got and got[0]["name"] == want.name and got[0]["targets"] == want.targets)
+        ok += right
         if got:
             lat_intent.append(got[0]["t_ms"] - end)
         first = [e for e in res.events if e["type"] == "tts_start"]
@@ -85,7 +86,17 @@ async def main(n: int | None) -> None:
         for name, a, b in BUDGET:
             if a in times and b in times:
                 budget[name].append(times[b] - times[a])
+        tiers = [e.get("tier") for e in res.events if e["type"] == "transcript"]
+        # each stage's time after the true end of the words, on the loop's clock
+        row = " ".join(f"{times[s] - end:>10d}" if s in times else f"{'-':>10s}" for s in STAGES)
+        print(f"  {case.text[:42]:42s} {case.voice + ' x' + str(case.speed):13s} {row}  {','.join(map(str, tiers))}"
+              + ("" if right else f"  MISS heard {[e.get('text') for e in res.events if e['type'] == 'transcript']}"))
+    return {"ok": ok, "total": total, "intent": lat_intent, "audio": lat_audio, "cpu": cpu / audio_s,
+            "budget": budget}
 
+
+async def overlaps(settings: Settings, shared: Engines) -> dict[str, object]:
+    """Talking over the hub's long answer: how fast it pauses, what is cancelled, what resumes."""
     pause, cancelled = [], 0
     for text, voice, speed in INTERRUPTIONS:
         utt = speak(text, voice, speed=speed)
@@ -107,19 +118,52 @@ async def main(n: int | None) -> None:
         kinds = [e["type"] for e in res.events]
         resumed += "tts_resumed" in kinds and "tts_cancelled" not in kinds
         bc_cancelled += "tts_cancelled" in kinds
+    return {"pause": pause, "cancelled": cancelled, "resumed": resumed, "bc_cancelled": bc_cancelled}
 
+
+def report(c: dict[str, Any], o: dict[str, Any]) -> dict[str, float]:
+    """Print one run's figures; return the headline ones."""
+    ok, total, pause = c["ok"], c["total"], o["pause"]
     print(f"commands: {total}; accuracy (intent and targets exact) {ok}/{total} = {ok / max(1, total):.1%}")
-    print(f"end of speech -> intent: p50 {pct(lat_intent, 50)} ms, p95 {pct(lat_intent, 95)} ms")
-    print(f"end of speech -> first hub audio: p50 {pct(lat_audio, 50)} ms, p95 {pct(lat_audio, 95)} ms")
+    print(f"end of speech -> intent: p50 {pct(c['intent'], 50)} ms, p95 {pct(c['intent'], 95)} ms")
+    print(f"end of speech -> first hub audio: p50 {pct(c['audio'], 50)} ms, p95 {pct(c['audio'], 95)} ms")
     print(f"barge-in onset -> playback paused: p50 {pct(pause, 50)} ms, p95 {pct(pause, 95)} ms "
-          f"({len(pause)}/{len(INTERRUPTIONS)} paused, {cancelled} cancelled for good)")
-    print(f"backchannels: {resumed}/{len(BACKCHANNELS)} resumed, {bc_cancelled} cancelled")
-    print(f"CPU: {cpu / audio_s:.3f} s per s of audio (whole loop, one stream, commands with 2 s of silence)")
+          f"({len(pause)}/{len(INTERRUPTIONS)} paused, {o['cancelled']} cancelled for good)")
+    print(f"backchannels: {o['resumed']}/{len(BACKCHANNELS)} resumed, {o['bc_cancelled']} cancelled")
+    print(f"CPU: {c['cpu']:.3f} s per s of audio (whole loop, one stream, commands with 2 s of silence)")
     print("latency budget per turn (ms; p50 / p95):")
+    out = {"accuracy": ok / max(1, total), "cpu": c["cpu"]}
     for name, _a, _b in BUDGET:
-        xs = budget[name]
+        xs = c["budget"][name]
         print(f"  {name:42s} {pct(xs, 50):>5} / {pct(xs, 95):>5}  ({len(xs)} turns)")
+        if xs:
+            out[name + " p50"], out[name + " p95"] = float(np.percentile(xs, 50)), float(np.percentile(xs, 95))
+    if pause:
+        out["onset -> paused p50"], out["onset -> paused p95"] = float(np.percentile(pause, 50)), float(
+            np.percentile(pause, 95))
+    return out
+
+
+async def main(n: int | None, runs: int) -> None:
+    settings = Settings()
+    shared = await Engines.load(settings, llm=False)
+    figures: list[dict[str, float]] = []
+    try:
+        for run in range(runs):
+            print(f"run {run + 1}/{runs}: each turn's events, ms after the true end of the words")
+            figures.append(report(await commands(settings, shared, n), await overlaps(settings, shared)))
+    finally:
+        await shared.close()
+    if runs > 1:
+        print(f"medians over {runs} runs:")
+        for key in figures[0]:
+            values = [f[key] for f in figures if key in f]
+            print(f"  {key:52s} {np.median(values):8.3f}  (runs: {', '.join(f'{v:.3f}' for v in values)})")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else None))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n", nargs="?", type=int, default=None, help="commands per run (default: all 30)")
+    parser.add_argument("--runs", type=int, default=1, help="repeat, and print each figure's median over the runs")
+    args = parser.parse_args()
+    asyncio.run(main(args.n, args.runs))
