@@ -6,6 +6,9 @@
 * Second tier — Whisper tiny.en on a short window, started speculatively the moment
   the user falls silent (so it runs while end-of-turn waits): a free transcript, and a
   beam search within the home grammar's sentences (wildcards decoded as free text).
+  When pocketsphinx's words are no full command but that pass is sure of a complete
+  sentence, which is Whisper's own free words too, it becomes the running hypothesis (a
+  complete partial): the turn need not wait as long.
 
 At end of turn Whisper's likeliest sentence of the grammar is the transcript when the
 grammar cost little against Whisper's own choice of tokens (``MAX_FORCED``: speech that is
@@ -315,6 +318,29 @@ class AsrStage(Stage):
         task = self.spawn(self._run_whisper(audio, prompt, self._within(), self._speech_s, self._complete),
                           "whisper", interruptible=False)
         self._speculation = _Speculation(self._utt_samples, task)
+        if not self._complete and not self._overlapped:
+            self.spawn(self._settle(self._speculation), "settle", interruptible=False)
+
+    async def _settle(self, speculation: _Speculation) -> None:
+        """The pause's speculative pass found a sure, complete sentence: the running hypothesis now.
+
+        Pocketsphinx's words were not a full command, so the turn would wait
+        ``incomplete_silence_ms``; Whisper's sentence, sure and complete, and its own free
+        words too (a pause after "open up" is not "volume up" said), lets it close as for a
+        complete command. Its result is the transcript at end of turn anyway (no speech
+        since), so only the wait changes. Not over the hub's voice (undecided words wait for
+        the end of the turn there).
+        """
+        result = await speculation.task
+        if self._speculation is not speculation:
+            return  # speech went on, or the turn ended
+        choice = await asyncio.to_thread(self._choose, result)
+        if self._speculation is not speculation or choice is None or choice[2]:
+            return
+        words = choice[0]
+        if tuple(tokenize(result.text)) == words and self.agent.model.grammar.is_complete(list(words)):
+            _LOGGER.debug("whisper settles the pause on %r", " ".join(words))
+            await self.push(PartialTranscriptFrame(text=" ".join(words), complete=True))
 
     def _within(self, *, overlapping: bool | None = None) -> _Within:
         """The sentences Whisper decodes this utterance within."""

@@ -533,6 +533,36 @@ def test_a_blip_over_the_hub_reaches_the_router_only_as_a_stop(whisper: str, tex
     assert [(t.text, t.open_text, t.paused, t.overlapped) for t in said] == [(text, whisper, True, True)]
 
 
+@pytest.mark.parametrize(("whisper", "sentences", "played", "settled"), [
+    # pocketsphinx made out no full command; Whisper's pass in the pause is sure of one, its own words too
+    ("Turn on the kitchen light.", [("turn on the kitchen light", -3.0, 0.5)], False, True),
+    # ... not when it is unsure (the opposite action nearly as likely): the turn waits
+    ("Turn on the kitchen light.",
+     [("turn on the kitchen light", -3.0, 0.5), ("turn off the kitchen light", -3.5, 0.8)], False, False),
+    # ... nor when its own words are not the sentence (a pause after "open up ...")
+    ("Open up.", [("volume up", -4.0, 3.0)], False, False),
+    # ... nor over the hub's voice, where the words wait for the end of the turn
+    ("Turn on the kitchen light.", [("turn on the kitchen light", -3.0, 0.5)], True, False),
+])
+def test_a_sure_sentence_in_the_pause_completes_the_hypothesis(
+        whisper: str, sentences: list[tuple[str, float, float]], played: bool, settled: bool) -> None:
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import AsrStage
+
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30,
+                     whisper=ScriptedWhisper(whisper, tuple(_heard(*h) for h in sentences)))
+    reference = np.full(480, 2000, np.int16) if played else None
+    frames: list[Any] = [SpeechStartedFrame(onset_ms=0)]
+    frames += [audio_frame(i * 30, speech=i < 20, level=3000 if i < 20 else 0, reference=reference)
+               for i in range(30)]
+    out = run(stage, frames)
+    partials = out.of(PartialTranscriptFrame)
+    assert all(not p.complete for p in partials[:-1])  # pocketsphinx heard no command in a hum
+    assert bool(partials and partials[-1].complete) is settled
+    if settled:
+        assert partials[-1].text == "turn on the kitchen light"
+
+
 def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     from hub_runtime.engines.base import Heard
 
