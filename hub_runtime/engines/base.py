@@ -7,6 +7,7 @@ asynchronously and stop within one token when the caller stops iterating.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -64,12 +65,14 @@ class Transcriber(Protocol):
     """Speech recognition of one utterance (the second tier): free, and within a grammar."""
 
     def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "", *, grammar: Dfa | None = None,
-                   speech_s: float = 0.0, also: tuple[str, ...] = ()) -> WhisperResult:
+                   speech_s: float = 0.0, also: tuple[str, ...] = (),
+                   cancel: threading.Event | None = None) -> WhisperResult:
         """Transcribe float32 audio at the loop's rate with an optional initial prompt.
 
         With ``grammar``, also decode within its sentences; ``speech_s`` (how long the
         person spoke) lets the length of a sentence count; ``also`` is a sentence of the
-        grammar to score as well (another recogniser's).
+        grammar to score as well (another recogniser's). Once ``cancel`` is set, the pass
+        may end early with whatever it has (a speculative pass that speech made stale).
         """
         ...
 

@@ -286,7 +286,8 @@ def constrained_search(decoder: WhisperDecoder, audio: Encoded, grammar: TokenGr
                        beam: int = 6, first_beam: int = 16, wide_steps: int = 3, max_tokens: int = 40,
                        fit: Callable[[tuple[str, ...]], float] | None = None,
                        bound: Callable[[tuple[str, ...]], float] | None = None,
-                       timestamps: range = range(0)) -> list[Hypothesis]:
+                       timestamps: range = range(0),
+                       stop: Callable[[], bool] | None = None) -> list[Hypothesis]:
     """Beam search over the sentences of ``grammar``: the finished ones, best first.
 
     Every step scores only the tokens the grammar allows after each hypothesis (and the
@@ -307,12 +308,17 @@ def constrained_search(decoder: WhisperDecoder, audio: Encoded, grammar: TokenGr
     ``fit`` scores a finished sentence's words (its length against the speech); ``bound``
     the best that any sentence going on from these words can still get (a path already
     longer than the speech only gets worse), so that paths that can no longer win stop.
+
+    ``stop``, asked before every step: True ends the search at once (nothing found; the
+    caller no longer wants it).
     """
     hidden, cache = decoder.forward(np.array([prefix], dtype=np.intp), None, audio)
     states = hidden[:, -1]
     live = [Hypothesis((), 0.0, 0.0, 0.0, grammar.start())]
     finished: list[Hypothesis] = []
     for step_no in range(max_tokens):
+        if stop is not None and stop():
+            return []
         width = first_beam if step_no < wide_steps else beam
         allowed = [grammar.allowed(h.path) for h in live]
         candidates = _candidates(decoder, grammar, states, live, allowed, width, timestamps)

@@ -510,10 +510,13 @@ class ScriptedWhisper:
         self.text = text
         self.sentences = sentences
         self.text_score = text_score
+        self.passes: list[tuple[int, Any]] = []  # (samples, the pass's cancel event)
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", *, grammar: Any = None, speech_s: float = 0.0,
-                   also: tuple[str, ...] = ()) -> Any:
+                   also: tuple[str, ...] = (), cancel: Any = None) -> Any:
         from hub_runtime.engines.base import WhisperResult
+
+        self.passes.append((len(audio), cancel))
 
         if grammar is None:
             return WhisperResult(self.text, -0.1)
@@ -561,6 +564,23 @@ def test_a_sure_sentence_in_the_pause_completes_the_hypothesis(
     assert bool(partials and partials[-1].complete) is settled
     if settled:
         assert partials[-1].text == "turn on the kitchen light"
+
+
+def test_speech_after_a_pause_cancels_the_speculative_pass() -> None:
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import SPECULATE_AFTER_MS, AsrStage
+
+    whisper = ScriptedWhisper("Turn on the kitchen light.", (_heard("turn on the kitchen light", -3.0, 0.5),))
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30, whisper=whisper)
+    pause = SPECULATE_AFTER_MS // 30
+    speech = [True] * 15 + [False] * pause + [True] * 5 + [False] * 10  # a pause, then the words go on
+    frames: list[Any] = [SpeechStartedFrame(onset_ms=0)]
+    frames += [audio_frame(i * 30, speech=s, level=3000 if s else 0) for i, s in enumerate(speech)]
+    frames.append((EndOfTurnFrame(), Direction.UPSTREAM))
+    out = run(stage, frames)
+    assert [cancel.is_set() for _samples, cancel in whisper.passes] == [True, False]
+    assert whisper.passes[0][0] < whisper.passes[1][0]  # the pass at the end heard it all
+    assert [t.text for t in out.of(TranscriptFrame)] == ["turn on the kitchen light"]
 
 
 def _heard(text: str, score: float, forced: float = 1.0) -> Any:

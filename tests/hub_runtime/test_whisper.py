@@ -126,6 +126,17 @@ def test_whisper_hears_the_sentence_of_the_grammar(whisper: WhisperTranscriber, 
     assert top.forced <= MAX_FORCED
 
 
+def test_a_cancelled_pass_stops_its_search(whisper: WhisperTranscriber, agent: Agent) -> None:
+    import threading
+
+    audio, grammar = _audio("turn off the kitchen light"), agent.model.grammar.spoken_dfa()
+    cancel = threading.Event()
+    assert whisper.transcribe(audio, grammar=grammar, speech_s=1.2, cancel=cancel).sentences  # not set: searched
+    cancel.set()
+    result = whisper.transcribe(audio, grammar=grammar, speech_s=1.2, cancel=cancel)
+    assert (result.text, result.sentences) == ("", ())
+
+
 @pytest.mark.parametrize("text", ["what is the capital of france", "the dog needs a walk in the park"])
 def test_speech_outside_the_grammar_costs_it_much(whisper: WhisperTranscriber, agent: Agent, text: str) -> None:
     audio = _audio(text)
