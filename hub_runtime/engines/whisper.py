@@ -74,10 +74,10 @@ class WhisperTranscriber:
                  beam_size: int = 1) -> None:
         """Load the model (about 0.5 s for tiny.en); numpy's BLAS keeps to one thread from now on."""
         from faster_whisper import WhisperModel
+        from faster_whisper.feature_extractor import FeatureExtractor
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1, user_api="blas")
-        from faster_whisper.feature_extractor import FeatureExtractor
 
         path = str(model_dir or bundled_model())
         self._model = WhisperModel(path, device="cpu", compute_type="int8", cpu_threads=threads)
