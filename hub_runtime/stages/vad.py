@@ -21,9 +21,15 @@ from ..pipeline import Direction, Stage
 
 ECHO_WINDOW_FRAMES: Final = 7  # reference frames an echo may lag behind (~210 ms)
 ECHO_TAIL_FRAMES: Final = 15  # after the speaker falls silent, its echo still dies away (~450 ms)
-ECHO_STATS_FRAMES: Final = 100  # echo-to-reference ratios kept (~3 s of playback)
+# echo-to-reference ratios kept (~1 s of playback): the canceller converges within the first
+# seconds of a reply, and an estimate that still holds them (3 s were kept before) missed the
+# user's first 900 ms in 4 of 60 overlaps, none with 1 s (bench/echo.py's scenes, levels replayed)
+ECHO_STATS_FRAMES: Final = 33
 ECHO_MIN_STATS: Final = 10  # ratios needed before speech can count during playback
 ECHO_MARGIN: Final = 2.5  # the user must be this much louder than the expected echo
+# A frame the VAD calls speech, louder than this times the expected echo but under the margin,
+# is not learnt from: a word's rising start, which would lift the estimate above the word itself.
+ECHO_LEARN_MAX: Final = 1.25
 PLAYBACK_FLOOR_RMS: Final = 60.0  # reference below this is silence
 
 
@@ -35,9 +41,11 @@ class EchoGate:
     """Keeps the hub's own (residual) echo from counting as user speech.
 
     While the speaker plays, the ratio of microphone level to recent playback level is
-    learnt on frames that are not user speech (a high percentile, kept across replies:
-    the room does not change). A frame is speech only if it is ``ECHO_MARGIN`` times
-    louder than that expected echo. When the speaker falls silent (between sentences, at
+    learnt on frames that are not user speech (a high percentile over the last second of
+    playback, kept across replies: the room does not change). A frame is speech only if it
+    is ``ECHO_MARGIN`` times louder than that expected echo; a frame the VAD calls speech
+    that is clearly louder than the echo but under the margin is not learnt from (the
+    start of a word). When the speaker falls silent (between sentences, at
     the end), the echo dies away for a while: against the recent playback, the gate holds.
     """
 
@@ -64,7 +72,7 @@ class EchoGate:
             return False
         expected = float(np.percentile(self._ratios, 90))
         user = speech and ratio > ECHO_MARGIN * expected
-        if not user:
+        if not speech or ratio <= ECHO_LEARN_MAX * expected:
             self._ratios.append(ratio)
         return user
 
