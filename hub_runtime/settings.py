@@ -135,7 +135,7 @@ class TurnSettings:
     """End of turn and barge-in timings."""
 
     complete_silence_ms: int = 90  # silence that ends a turn whose words are a full command
-    short_silence_ms: int = 300  # ... a full command of one word ("stop" may go on: "stop the mower")
+    short_silence_ms: int = 300  # ... a full command of one word ("stop" may go on: "stop the mower"), or over the hub
     incomplete_silence_ms: int = 650  # silence that ends any other turn
     barge_in_ms: int = 30  # user speech during hub speech before playback pauses
     backchannel_ms: int = 400  # speech shorter than this (and no command) resumes playback

@@ -2,22 +2,22 @@
 
 End of turn is not silence alone: when the running hypothesis is already a complete
 command of the grammar the turn closes after ``complete_silence_ms`` of silence (a
-one-word command after ``short_silence_ms``: it may be the start of a longer one),
-otherwise after ``incomplete_silence_ms``.
+one-word command, or any over the hub's paused voice, after ``short_silence_ms``: it may
+be the start of a longer one), otherwise after ``incomplete_silence_ms``.
 
 Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playback
 at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech
-has lasted ``backchannel_ms`` and is surely a turn (the grammar made out a command or
-three words, or it is three times that long) — or it ends as a complete command — the
-hub stops for good (InterruptionFrame, which the pipeline base turns into cancellation
-everywhere downstream). A shorter blip resumes playback (ResumeFrame) and is
-discarded. Short words over the hub's own voice end the turn ``undecided``: playback
-stays paused and the transcript (Whisper's, as for every overlapped turn) decides in the
-router ("stop": cancelled; "mm hmm": resumed) — the grammar tier's one or two words are
-not trusted over an echo, except as the answer to the hub's own question. Speech
-over the hub that never became a VAD turn but lasted ``MIN_WORDS_MS`` (a short "stop"
-under a loud echo) ends as a ``blip``: playback stays paused while the ASR transcribes
-what it kept, and only a stop phrase stops the hub.
+has lasted ``LONG_SPEECH_FACTOR`` times ``backchannel_ms`` — or the grammar made out an
+answer to the hub's own question — the hub stops for good (InterruptionFrame, which the
+pipeline base turns into cancellation everywhere downstream). A shorter blip resumes
+playback (ResumeFrame) and is discarded. Any other words over the hub's own voice end the
+turn ``undecided``: playback stays paused and the transcript (Whisper's, as for every
+overlapped turn) decides in the router ("stop": cancelled; "mm hmm": resumed; a command:
+cancelled and answered). The grammar tier's words are not trusted over an echo, however
+many: it fits the echo's residue to commands ("uh huh" → "what lock are"). Speech over the
+hub that never became a VAD turn but lasted ``MIN_WORDS_MS`` (a short "stop" under a loud
+echo) ends as a ``blip``: playback stays paused while the ASR transcribes what it kept, and
+only a stop phrase stops the hub.
 
 Sessions (wake-word mode): this stage owns them. The wake word or a SessionFrame opens
 one; the hub's reply keeps it open ``session_timeout_ms`` after the reply ends; a turn
@@ -174,8 +174,9 @@ class TurnStage(Stage):
             await self.push(InterruptionFrame())
         if not self._complete:
             needed = self.settings.incomplete_silence_ms
-        elif len(self._words.split()) < 2 and not self._barge:  # "stop" may go on: "stop the mower"
-            # (over the hub, "stop" stops it at once: whatever follows, the hub must be quiet)
+        elif len(self._words.split()) < 2 or self._barge:  # "stop" may go on: "stop the mower"
+            # over the hub (paused: it is quiet anyway), the grammar's words are not trusted to be
+            # whole: "turn on the office" cut from "... fan" where the echo gate held a frame back
             needed = self.settings.short_silence_ms
         else:
             needed = self.settings.complete_silence_ms
@@ -185,13 +186,12 @@ class TurnStage(Stage):
     def _a_real_turn(self) -> bool:
         """Speech over the hub that is surely a turn, not a listener's "mm hmm": stop the hub now.
 
-        Three words, long speech, or the answer to the hub's question that the grammar made
-        out; anything else waits for the end of the turn and its transcript (``undecided``):
-        over the hub's voice the grammar tier fits the echo's residue to some short command
-        ("I see" → "cancel"), so its one or two words never stop the hub for good alone.
+        Long speech, or the answer to the hub's question that the grammar made out; anything
+        else waits for the end of the turn and its transcript (``undecided``): over the hub's
+        voice the grammar tier fits the echo's residue to commands ("I see" → "cancel", "uh
+        huh" → "what lock are"), so its words never stop the hub for good alone.
         """
-        words = self._words.split()
-        return ((self._complete and self.tracker.asking) or len(words) >= 3
+        return ((self._complete and self.tracker.asking)
                 or self._voiced_ms >= LONG_SPEECH_FACTOR * self.settings.backchannel_ms)
 
     async def _end_turn(self) -> None:
@@ -199,12 +199,12 @@ class TurnStage(Stage):
         undecided = False
         if self._barge:
             self._barge = False
-            if self._complete and (self.tracker.asking or len(self._words.split()) >= 3):
-                await self.push(InterruptionFrame())  # the answer to its question, or a command
+            if self._complete and self.tracker.asking:
+                await self.push(InterruptionFrame())  # the answer to its question
             elif discard or self._voiced_ms < MIN_WORDS_MS:
                 discard = True  # a blip
                 await self.push(ResumeFrame())
-            else:  # short words over the hub's voice ("stop", "mm hmm", "I see" in an echo):
+            else:  # words over the hub's voice ("stop", "mm hmm", a command: the transcript knows)
                 undecided = True  # playback stays paused; the transcript decides (router)
         self._open = False
         await self.push(EndOfTurnFrame(discard=discard, silence_ms=self._silence_ms, undecided=undecided),
