@@ -34,6 +34,9 @@ BACKCHANNELS: Final = frozenset({
     "yeah", "yes", "yep", "yup", "okay", "ok", "right", "alright", "all right", "sure", "mm hmm", "mhm",
     "uh huh", "i see", "got it", "cool", "great", "nice", "really", "wow", "oh", "ah", "hmm", "mm",
     "yeah yeah", "okay okay", "right right", "i know", "of course", "exactly", "true", "fine",
+    # a listener's thanks mid-answer; and Whisper's usual reading of a short unclear sound
+    # ("uh huh" over the echo → "Thank you.")
+    "thank you", "thanks",
 })
 
 

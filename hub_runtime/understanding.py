@@ -53,6 +53,9 @@ NO_INTENT_RESPONSE: Final = "Sorry, I couldn't understand that"
 NOT_HEARD: Final = "Sorry, I didn't catch that."
 CANNOT: Final = "Sorry, I can't do that yet."
 STOP_TAIL_S: Final = 3.0  # words after a "stop" that match nothing within this are its tail: no reply
+# ... and thanks: "stop, thanks" wants quiet, not "You're welcome"; and Whisper hears the rest of
+# a "stop ... talking" cut in two as "Thank you." (its usual reading of a short unclear word)
+TAIL_INTENTS: Final = frozenset({"DuplexHubThanks"})
 BUSY: Final = "I'm busy, one moment."  # the LLM is not started while the machine is overloaded
 WHICH_ROOM: Final = "Which room?"
 DECLINED: Final = "Okay, I won't."
@@ -263,6 +266,10 @@ class Understanding:
             if answered:
                 return
         intent = self.agent.recognize(text) if self.prefer_local or self.llm is None else None
+        tail = stopped is not None and (self.clock() - stopped).total_seconds() < STOP_TAIL_S
+        if intent is not None and tail and intent.name in TAIL_INTENTS:
+            yield Said("", None)
+            return
         if intent is not None and unsure and acts(intent):
             self._pending[conversation] = Pending("confirm", intent, "grammar")
             yield Said(f"Did you say {' '.join(_words(text))}?", "grammar", expects_reply=True)
@@ -271,7 +278,7 @@ class Understanding:
             async for piece in self._intent(intent, "grammar", delegate, conversation):
                 yield piece
             return
-        if is_stop(text) or (stopped is not None and (self.clock() - stopped).total_seconds() < STOP_TAIL_S):
+        if is_stop(text) or tail:
             # "be quiet" with nothing to stop, or the rest of "stop ... talking": quiet, no apology
             yield Said("", None)
             return

@@ -232,6 +232,7 @@ def test_router_without_a_match_apologises_and_says_text_as_is(understanding: Un
     ("Be quiet.", ["InterruptionFrame", "ResponseFrame"]),
     ("MMM", ["ResumeFrame"]),
     ("Okay.", ["ResumeFrame"]),
+    ("Thank you.", ["ResumeFrame"]),  # a listener's thanks, or Whisper's reading of an unclear "uh huh"
     ("The F.", ["ResumeFrame"]),
     ("", ["ResumeFrame"]),
     ("turn on the kitchen light", ["InterruptionFrame", "IntentFrame", "SpeakFrame", "ResponseFrame"]),

@@ -346,6 +346,8 @@ def test_the_tail_of_a_stop_gets_no_apology() -> None:
     assert said("talking") == ""
     assert said("talking") != ""  # only right after the stop
     assert said("stop", overlapped=True) == "" and "Turned on" in said("turn on the kitchen light")
+    assert said("stop", overlapped=True) == "" and said("thank you") == ""  # "stop, thanks": quiet
+    assert said("thank you") != ""
 
 
 @pytest.mark.parametrize(("text", "stop"), [
