@@ -89,6 +89,36 @@ def test_vad_ignores_a_blip_shorter_than_start_ms() -> None:
     assert not out.of(SpeechStartedFrame)
 
 
+def _level(rms: float) -> Int16Array:
+    return np.full(480, int(rms), np.int16)
+
+
+def test_the_echo_gate_holds_while_a_replys_first_echo_comes_back() -> None:
+    """A reply's first word: its echo comes back 120 ms late and uncancelled (the canceller has not heard it)."""
+    from hub_runtime.stages.vad import EchoGate
+
+    refs = [0, 0, 85, 546, 6187, 671, 54, 840, 1740, 8019, 10733, 2267, 84, 1037, 1797, 0, 0, 0, 0, 0, 0, 0]
+    echo = [0, 0, 0, 0] + [0.2 * r for r in refs]  # heard as speech: it is the hub's voice
+    gate = EchoGate()
+    allowed = [gate.allows(_level(m), _level(r), True) for r, m in zip(refs, echo, strict=False)]
+    assert allowed[:2] == [True, True] and not any(allowed[2:])  # before the reply, speech is speech
+    for _ in range(40):  # the echo settles (a fifth of the playback); the user, ten times louder, counts
+        gate.allows(_level(200), _level(1000), False)
+    assert gate.allows(_level(2000), _level(1000), True)
+
+
+def test_the_echo_gate_does_not_learn_a_words_rising_start() -> None:
+    """A word starts just under the margin: learning it would lift the expected echo above the word."""
+    from hub_runtime.stages.vad import ECHO_MARGIN, EchoGate
+
+    gate = EchoGate()
+    for _ in range(60):
+        gate.allows(_level(100), _level(1000), False)  # the echo: a tenth of the playback
+    rising = 0.9 * ECHO_MARGIN * 100
+    assert not any([gate.allows(_level(rising), _level(1000), True) for _ in range(12)])
+    assert gate.allows(_level(1.1 * ECHO_MARGIN * 100), _level(1000), True)
+
+
 # -- turn ------------------------------------------------------------------------------------
 class Replying:
     """The facts the turn stage reads from the dialogue tracker."""
