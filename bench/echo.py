@@ -16,8 +16,10 @@ the hub did (resumed, stopped, answered, or went on without pausing).
 Two halves, split before tuning: the development half (the phrases, voices and seed the
 barge-in rules were tuned on) and ``--test``, held out: other phrases, other voices, other
 speeds and another seed.
-Usage: .venv/bin/python bench/echo.py [RUNS] [--test] [--suppress DB:ACTIVE_DB]   (default 120
-runs and the settings' residual echo suppression, -40:-15; 0:0 turns it off)
+``--silent``: every run is a reply to silence (one of three replies, echo delay 10-150 ms,
+gain 0.1-1.0): how often the hub pauses for its own voice, the first word of a reply included.
+Usage: .venv/bin/python bench/echo.py [RUNS] [--test] [--silent] [--suppress DB:ACTIVE_DB]
+(default 120 runs and the settings' residual echo suppression, -40:-15; 0:0 turns it off)
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ TEST_COMMANDS = [("turn off the kitchen light", "HassTurnOff"), ("open the bedro
                  ("close the garage door", "HassTurnOff"), ("turn on the office fan", "HassTurnOn")]
 TEST_SPEEDS = [0.85, 1.0, 1.2]
 TEST_SEED = 29
+REPLIES = [LONG, "The kitchen light is on, the hallway light is off, and the garage door is closed. The "
+           "thermostat is set to twenty one degrees.",
+           "Here is a joke. Why did the scarecrow win an award? Because he was outstanding in his field."]
+SILENT_SEED = 7
 KINDS = ["silent", "backchannel", "stop", "command"]
 AT_MS = 2500
 
@@ -66,10 +72,30 @@ def outcome(kinds: list[str], said_after: bool) -> str:
     return "resumed" if "tts_resumed" in kinds else "went on"
 
 
-async def main(runs: int, suppress: tuple[int, int], test: bool) -> None:
+async def silent(settings: Settings, engines: Engines, runs: int) -> None:
+    """Replies to silence: every pause is the hub's own voice heard as the user."""
+    rng = random.Random(SILENT_SEED)
+    paused = 0
+    for _ in range(runs):
+        delay, gain = rng.choice([10, 20, 40, 60, 80, 100, 120, 150]), rng.choice([0.1, 0.2, 0.4, 0.6, 0.8, 1.0])
+        reply = rng.choice(REPLIES)
+        res = await run_file(settings, np.zeros(12 * 16000, np.int16), engines=engines,
+                             agent=Agent.from_settings(settings), echo=(delay, gain), say_at=[(0, reply)])
+        barges = [e["t_ms"] for e in res.events if e["type"] == "barge_in"]
+        paused += bool(barges)
+        if barges:
+            print(f"  paused for its own voice at {barges} ms (echo {delay} ms x{gain}): {reply[:30]!r}")
+    print(f"replies to silence: {runs}, echo delay 10-150 ms, gain 0.1-1.0")
+    print(f"false barge-ins (the hub paused for its own voice): {paused}/{runs}")
+
+
+async def main(runs: int, suppress: tuple[int, int], test: bool, only_silent: bool = False) -> None:
     audio = AudioSettings(echo_suppress_db=suppress[0], echo_suppress_active_db=suppress[1])
     settings = Settings(audio=audio, llm=LlmSettings(enabled=False))
     engines = await Engines.load(settings, llm=False)
+    if only_silent:
+        await silent(settings, engines, runs)
+        return
     voices, speeds = (TEST_VOICES, TEST_SPEEDS) if test else (VOICES, SPEEDS)
     backchannels, stops, commands = ((TEST_BACKCHANNELS, TEST_STOPS, TEST_COMMANDS) if test
                                      else (BACKCHANNELS, STOPS, COMMANDS))
@@ -139,20 +165,22 @@ async def main(runs: int, suppress: tuple[int, int], test: bool) -> None:
         print(f"{kind:<12}" + "".join(f"{confusion[kind, o]:>10}" for o in OUTCOMES))
 
 
-def parse(argv: list[str]) -> tuple[int, tuple[int, int], bool]:
-    """RUNS, --test and --suppress DB:ACTIVE_DB."""
+def parse(argv: list[str]) -> tuple[int, tuple[int, int], bool, bool]:
+    """RUNS, --test, --silent and --suppress DB:ACTIVE_DB."""
     runs, suppress = 120, (AudioSettings.echo_suppress_db, AudioSettings.echo_suppress_active_db)
-    test = False
+    test = only_silent = False
     args = iter(argv)
     for arg in args:
         if arg == "--test":
             test = True
+        elif arg == "--silent":
+            only_silent = True
         elif arg == "--suppress":
             quiet, active = next(args).split(":")
             suppress = (int(quiet), int(active))
         else:
             runs = int(arg)
-    return runs, suppress, test
+    return runs, suppress, test, only_silent
 
 
 if __name__ == "__main__":
