@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from dataclasses import replace
 from typing import Final
 
@@ -36,10 +37,15 @@ from ..frames import (
     TranscriptFrame,
 )
 from ..pipeline import Direction, Stage
+from ..smalltalk import is_local
 from ..text import is_backchannel, is_question
 from ..understanding import Recognized, Understanding, is_stop
 
 INTERRUPT_PASS_S: Final = 2.0  # a stop the router decides passes the stages after it within this
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 class RouterStage(Stage):
@@ -73,12 +79,19 @@ class RouterStage(Stage):
         """Short words over the hub's paused reply: go on (a backchannel, a few unclear words), or stop.
 
         It stops for "stop" and its like, a command, or a question; then the words are a turn:
-        the frame to answer is returned (the grammar's stop when it decided), else None.
+        the frame to answer is returned (the grammar's stop when it decided), else None. The
+        grammar's small talk counts only when Whisper's own words say it too.
         """
         text = frame.text.strip()
         words = text.lower().split()
         said_stop = is_stop(text)
-        recognized = bool(text) and self.understanding.agent.recognize(text) is not None
+        intent = self.understanding.agent.recognize(text) if text else None
+        recognized = intent is not None
+        if (intent is not None and is_local(intent.name) and not is_question(words, text)
+                and _words(frame.open_text) != _words(text)):
+            # the grammar's small talk that Whisper's own words do not say: short social
+            # sentences are what it fits a listener's hum to ("uh huh", heard "Fuff": "bye bye")
+            recognized = False
         # Whisper's own words count too: the grammar fits "OK." to some sentence of its own
         backchannel = is_backchannel(text) or is_backchannel(frame.open_text)
         # Whisper alone often misses a short "stop" under the echo ("Let's talk.", "Start"); the

@@ -290,6 +290,18 @@ def test_router_stops_a_paused_reply_when_the_grammar_heard_stop_and_whisper_not
         assert out.of(ResponseFrame)[0].text == ""  # quiet: no apology for what Whisper made of it
 
 
+@pytest.mark.parametrize(("grammar", "whisper", "kinds"), [
+    ("bye bye", "Fuff", ["ResumeFrame"]),  # an "uh huh" the grammar fitted to small talk
+    ("bye bye", "Bye bye.", ["InterruptionFrame", "SpeakFrame", "ResponseFrame"]),
+    ("turn on the kitchen light", "Turn on the kitchen lights.",
+     ["InterruptionFrame", "IntentFrame", "SpeakFrame", "ResponseFrame"]),
+])
+def test_router_takes_small_talk_over_the_hub_only_when_whisper_said_it(
+        understanding: Understanding, grammar: str, whisper: str, kinds: list[str]) -> None:
+    frame = TranscriptFrame(grammar, "grammar", 0.9, open_text=whisper, overlapped=True, paused=True)
+    assert run(RouterStage(understanding), [frame]).kinds() == kinds
+
+
 def test_router_passes_what_was_played_upstream(understanding: Understanding) -> None:
     out = run(RouterStage(understanding), [(SpokenFrame("Hello there."), Direction.UPSTREAM)])
     assert out.of(SpokenFrame, up=True) == [SpokenFrame("Hello there.")]
