@@ -23,7 +23,8 @@ ECHO_WINDOW_FRAMES: Final = 7  # reference frames an echo may lag behind (~210 m
 ECHO_TAIL_FRAMES: Final = 15  # after the speaker falls silent, its echo still dies away (~450 ms)
 # echo-to-reference ratios kept (~1 s of playback): the canceller converges within the first
 # seconds of a reply, and an estimate that still holds them (3 s were kept before) missed the
-# user's first 900 ms in 4 of 60 overlaps, none with 1 s (bench/echo.py's scenes, levels replayed)
+# user's first 900 ms in 4 of 60 overlaps, none with 1 s and ECHO_LEARN_MAX (bench/echo.py's
+# scenes, their levels replayed)
 ECHO_STATS_FRAMES: Final = 33
 ECHO_MIN_STATS: Final = 10  # ratios needed before speech can count during playback
 ECHO_MARGIN: Final = 2.5  # the user must be this much louder than the expected echo
