@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from dataclasses import replace
 from typing import Final
 
@@ -36,16 +35,13 @@ from ..frames import (
     SpokenFrame,
     TranscriptFrame,
 )
+from ..grammar.automaton import tokenize
 from ..pipeline import Direction, Stage
 from ..smalltalk import is_local
 from ..text import is_backchannel, is_question
 from ..understanding import Recognized, Understanding, is_stop
 
 INTERRUPT_PASS_S: Final = 2.0  # a stop the router decides passes the stages after it within this
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 class RouterStage(Stage):
@@ -88,7 +84,7 @@ class RouterStage(Stage):
         intent = self.understanding.agent.recognize(text) if text else None
         recognized = intent is not None
         if (intent is not None and is_local(intent.name) and not is_question(words, text)
-                and _words(frame.open_text) != _words(text)):
+                and tokenize(frame.open_text) != tokenize(text)):
             # the grammar's small talk that Whisper's own words do not say: short social
             # sentences are what it fits a listener's hum to ("uh huh", heard "Fuff": "bye bye")
             recognized = False
