@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +59,10 @@ class WhisperResult:
     text_logprob: float | None = None  # the free text's log-probability, scored as the sentences are
     text_score: float | None = None  # ... and with its length's fit, as a sentence's ``score``
     agreed: bool = False  # the other recogniser's sentence, Whisper's own choice token by token (no search run)
+
+
+# what a pass cancelled before it finished gives: nothing heard (its caller no longer wants it)
+CANCELLED: Final = WhisperResult(text="", logprob=-10.0)
 
 
 class Transcriber(Protocol):

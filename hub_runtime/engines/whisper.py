@@ -40,7 +40,7 @@ from ..grammar.automaton import Dfa
 from ..grammar.pronounce import syllables
 from ..grammar.tokens import TokenGrammar, write
 from ..text import split_sentences
-from .base import Heard, WhisperResult
+from .base import CANCELLED, Heard, WhisperResult
 from .whisper_decoder import Encoded, WhisperDecoder, agreement, constrained_search, score_segment
 
 _LOGGER = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class WhisperTranscriber:
         sentences = self._within(grammar, audio_enc, stamps, speech_s, stop=stop) if grammar is not None else ()
         if cancel is not None and cancel.is_set():
             free.result()  # CTranslate2's decode cannot be stopped; it is short
-            return WhisperResult(text="", logprob=-10.0)
+            return CANCELLED
         if grammar is not None and also and grammar.accepts(also) and all(h.words != also for h in sentences):
             sentences += self._within(_one_sentence(also), audio_enc, stamps, speech_s, cache=False)[:1]
         result = free.result()

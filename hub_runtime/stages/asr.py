@@ -49,7 +49,7 @@ import numpy as np
 
 from ..agent import Agent, HomeModel
 from ..audio.format import RATE, Int16Array, samples_to_ms
-from ..engines.base import Heard, Transcriber, WhisperResult
+from ..engines.base import CANCELLED, Heard, Transcriber, WhisperResult
 from ..engines.pocketsphinx import GrammarDecoder, GrammarHypothesis
 from ..frames import (
     EndOfTurnFrame,
@@ -368,7 +368,7 @@ class AsrStage(Stage):
         dfa = await asyncio.to_thread(within.dfa) if within is not None else None
         async with self._whisper_lock:  # one pass at a time on the 2 cores
             if cancel is not None and cancel.is_set():
-                return WhisperResult(text="", logprob=-10.0)  # made stale while it waited
+                return CANCELLED  # made stale while it waited
             return await asyncio.to_thread(functools.partial(self.whisper.transcribe, audio, prompt, grammar=dfa,
                                                              speech_s=speech_s, also=also, cancel=cancel))
 
