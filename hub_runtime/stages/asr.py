@@ -21,7 +21,9 @@ bare name (a command cut short: "coffee maker [off]"), when Whisper's own words 
 polarity open ("and pause": unpause?), are a question where the sentence is
 not, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
 ``open``) and is understood as text; pocketsphinx's words never decide alone, but the
-sentence they make counts more, and wins when it is Whisper's with words more.
+sentence they make counts more, and wins when it is Whisper's with words more. Social
+small talk ("thank you very much") is no candidate when Whisper's own words are a request
+of another kind: the unprompted search fits other voices in the room to it.
 
 Words said over the hub's voice are decoded within its stop phrases and a listener's
 backchannels too ("stop", "okay"), besides the commands. Speech over the hub too short to
@@ -68,6 +70,7 @@ from ..grammar.sample import sample_sentences
 from ..pipeline import Direction, Stage
 from ..protocol import TIMER_INTENTS
 from ..settings import AsrSettings
+from ..smalltalk import ANSWERS, is_local
 from ..text import is_question
 from ..understanding import is_stop
 
@@ -459,7 +462,14 @@ class AsrStage(Stage):
                 and self._meaning(free) is not None):
             # Whisper's own words are a sentence of the grammar the search missed: one more candidate
             candidates.append(Heard(free, result.text_score, 0.0, result.text_logprob or 0.0))
-        ranked = sorted(candidates, key=lambda h: -score(h))
+        meaning_of = {h.words: self._meaning(h.words) for h in candidates}  # each understood once
+        free_meaning = self._meaning(free) if free else None
+        # Social small talk ("thank you very much", "see you soon") is what the search fits other
+        # voices in the room to (a TV, people talking): when Whisper's own words, which follow
+        # the speaker the prompt is about, are a request of another kind, it does not count.
+        command = free_meaning is not None and not _social(free_meaning)
+        ranked = sorted((h for h in candidates if not (command and _social(meaning_of[h.words]))),
+                        key=lambda h: -score(h))
         if ranked and ranked[0].words != grammar_words and _within(ranked[0].words, grammar_words):
             # Whisper skips words it is unsure of; pocketsphinx must account for all the speech:
             # its longer sentence, not far less likely for Whisper, is what was said
@@ -472,7 +482,7 @@ class AsrStage(Stage):
         top = ranked[0]
         if result.text_logprob is not None and result.text_logprob - top.logprob > MAX_LIKELIER:
             return None  # Whisper's own words explain the speech far better: "OK." is not "what are you"
-        meanings = [self._meaning(h.words) for h in ranked]  # each understood once
+        meanings = [meaning_of[h.words] for h in ranked]
         meaning = meanings[0]
         weights = [math.exp(score(h) - score(top)) for h in ranked]
         alike = sum(w for h, w, m in zip(ranked, weights, meanings, strict=True)
@@ -529,6 +539,12 @@ def _within(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
     """
     rest = iter(whole)
     return len(part) < len(whole) and all(word in rest for word in part)
+
+
+def _social(meaning: tuple[object, ...] | None) -> bool:
+    """Whether a sentence is social small talk: the hub's own or Home Assistant's (not an answer to the hub)."""
+    return (meaning is not None and (meaning[0] == "HassRespond" or is_local(str(meaning[0])))
+            and meaning[0] not in ANSWERS)
 
 
 def _opposite(a: tuple[object, ...] | None, b: tuple[object, ...] | None) -> bool:

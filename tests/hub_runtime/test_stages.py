@@ -693,6 +693,13 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     # ... but not when Whisper finds its longer sentence far less likely
     ("Cobbled the kitchen light.", [("the kitchen light", -6.0, 1.4), ("toggle the kitchen light", -12.0, 8.0)],
      ("grammar", "the kitchen light", True), "toggle the kitchen light", None),
+    # small talk fitted to people talking in the room, where Whisper's own words are a command
+    ("Turn off the TV.", [("thank you very much", -3.0, 5.0)], ("grammar", "turn off the tv", False), "", -6.0),
+    ("Turn off the TV.", [("thank you very much", -3.0, 5.0), ("turn off the tv", -6.0, 3.0)],
+     ("grammar", "turn off the tv", False), "", None),
+    # ... but small talk stands when Whisper's own words are no request ("Largu.") or small talk too
+    ("Largu.", [("thank you very much", -3.0, 2.0)], ("grammar", "thank you very much", False), "", None),
+    ("Thanks a lot.", [("thank you very much", -3.0, 2.0)], ("grammar", "thank you very much", False), "", None),
 ])
 def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tuple[str, float, float]],
                                                decided: tuple[str, str, bool], pocketsphinx: str,
