@@ -101,10 +101,20 @@ class SessionFrame(SystemFrame):
 
 @dataclass
 class PartialTranscriptFrame(SystemFrame):
-    """The grammar tier's running hypothesis; ``complete`` if already a full command."""
+    """The running hypothesis; ``complete`` if already a full command.
+
+    The grammar tier's words as they come; ``checked``: the second tier's verdict on a pause
+    (after a :class:`CheckingFrame`), ``complete`` only when it is sure of a full command.
+    """
 
     text: str
     complete: bool
+    checked: bool = False
+
+
+@dataclass
+class CheckingFrame(SystemFrame):
+    """The user paused: the second tier checks whether the words so far are a full command (a verdict follows)."""
 
 
 @dataclass

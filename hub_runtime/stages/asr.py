@@ -6,9 +6,10 @@
 * Second tier — Whisper tiny.en on a short window, started speculatively the moment
   the user falls silent (so it runs while end-of-turn waits; cancelled if they go on): a free transcript, and a
   beam search within the home grammar's sentences (wildcards decoded as free text).
-  When pocketsphinx's words are no full command but that pass is sure of a complete
-  sentence, which is Whisper's own free words too, it becomes the running hypothesis (a
-  complete partial): the turn need not wait as long.
+  The turn waits for that pass's verdict (a ``checked`` partial after a CheckingFrame):
+  complete when it is sure of a full command — pocketsphinx's words alone no longer close
+  the turn fast (it fits a pause inside a sentence to a command); when they were no full
+  command, the sentence must also be Whisper's own free words.
 
 At end of turn Whisper's likeliest sentence of the grammar is the transcript when the
 grammar cost little against Whisper's own choice of tokens (``MAX_FORCED``: speech that is
@@ -31,7 +32,7 @@ open a turn (a ``blip`` end of turn) is decoded from the pre-roll alone; only a 
 in it reaches the router as words.
 
 Consumes: SpeechStartedFrame, InputAudioFrame, EndOfTurnFrame (upstream).
-Emits: PartialTranscriptFrame, TranscriptFrame.
+Emits: PartialTranscriptFrame, CheckingFrame, TranscriptFrame.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ..audio.format import RATE, Int16Array, samples_to_ms
 from ..engines.base import CANCELLED, Heard, Transcriber, WhisperResult
 from ..engines.pocketsphinx import GrammarDecoder, GrammarHypothesis
 from ..frames import (
+    CheckingFrame,
     EndOfTurnFrame,
     Frame,
     InputAudioFrame,
@@ -149,6 +151,8 @@ class _Speculation:
     samples: int  # utterance length it was started on
     task: asyncio.Task[WhisperResult]
     cancel: threading.Event  # set when speech goes on: the pass stops early, its result unused
+    # the decision on its result, made for the turn's check, with pocketsphinx's words it was made with
+    choice: tuple[tuple[str, ...], tuple[tuple[str, ...], float, bool] | None] | None = None
 
     def drop(self) -> None:
         """Speech went on: stop the pass (it frees the second tier sooner)."""
@@ -316,8 +320,8 @@ class AsrStage(Stage):
             self._silent_ms = 0
         else:
             self._silent_ms += self.frame_ms
-            if self._silent_ms == SPECULATE_AFTER_MS and self.whisper is not None:
-                self._speculate()
+            if self._silent_ms == SPECULATE_AFTER_MS and self.whisper is not None and self._speculate():
+                await self.push(CheckingFrame())
         if samples_to_ms(self._utt_samples) >= self.settings.max_utterance_s * 1000:
             self._close(EndOfTurnFrame(discard=False))
 
@@ -325,38 +329,46 @@ class AsrStage(Stage):
         return (np.concatenate(self._utterance) if self._utterance
                 else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
 
-    def _speculate(self) -> None:
+    def _speculate(self) -> bool:
+        """Start the pause's pass; True when the turn is to wait for its verdict (:meth:`_check`)."""
         if samples_to_ms(self._utt_samples) < MIN_SPECULATE_MS:
-            return
+            return False
         audio, prompt = self._audio_so_far(), self.prompt
         _LOGGER.debug("speculative whisper pass on %d ms", samples_to_ms(len(audio)))
         cancel = threading.Event()
         task = self.spawn(self._run_whisper(audio, prompt, self._within(), self._speech_s, self._complete, cancel),
                           "whisper", interruptible=False)
         self._speculation = _Speculation(self._utt_samples, task, cancel)
-        if not self._complete and not self._overlapped:
-            self.spawn(self._settle(self._speculation), "settle", interruptible=False)
+        if self._overlapped:  # over the hub's voice, undecided words wait for the end of the turn
+            return False
+        self.spawn(self._check(self._speculation, self._complete), "check", interruptible=False)
+        return True
 
-    async def _settle(self, speculation: _Speculation) -> None:
-        """The pause's speculative pass found a sure, complete sentence: the running hypothesis now.
+    async def _check(self, speculation: _Speculation, words: tuple[str, ...]) -> None:
+        """The verdict on a pause: whether the pass is sure of a full command (a ``checked`` partial).
 
-        Pocketsphinx's words were not a full command, so the turn would wait
-        ``incomplete_silence_ms``; Whisper's sentence, sure and complete, and its own free
-        words too (a pause after "open up" is not "volume up" said), lets it close as for a
-        complete command. Its result is the transcript at end of turn anyway (no speech
-        since), so only the wait changes. Not over the hub's voice (undecided words wait for
-        the end of the turn there).
+        Its result is the transcript at end of turn anyway (no speech since), so only the
+        turn's wait depends on it. When pocketsphinx's ``words`` were a full command, the
+        turn may close as for one only when the pass decides on a complete sentence and is
+        not unsure: pocketsphinx fits a pause inside a sentence to a command ("time left on
+        fifty seven minute [pause] timer" heard as "toggle every our study light"). When they
+        were not, the pass's sentence must also be Whisper's own free words (a pause after
+        "open up" is not "volume up" said).
         """
         result = await speculation.task
         if self._speculation is not speculation:
             return  # speech went on, or the turn ended
-        choice = await asyncio.to_thread(self._choose, result)
-        if self._speculation is not speculation or choice is None or choice[2]:
+        choice = await asyncio.to_thread(self._choose, result, words)
+        if self._speculation is not speculation:
             return
-        words = choice[0]
-        if tuple(tokenize(result.text)) == words and self.agent.model.grammar.is_complete(list(words)):
-            _LOGGER.debug("whisper settles the pause on %r", " ".join(words))
-            await self.push(PartialTranscriptFrame(text=" ".join(words), complete=True))
+        speculation.choice = (words, choice)
+        sure = (choice is not None and not choice[2] and self.agent.model.grammar.is_complete(list(choice[0]))
+                and (bool(words) or tuple(tokenize(result.text)) == choice[0]))
+        if sure:
+            assert choice is not None
+            _LOGGER.debug("whisper settles the pause on %r", " ".join(choice[0]))
+        await self.push(PartialTranscriptFrame(text=" ".join(choice[0] if sure and choice else words),
+                                               complete=sure, checked=True))
 
     def _within(self, *, overlapping: bool | None = None) -> _Within:
         """The sentences Whisper decodes this utterance within."""
@@ -435,7 +447,10 @@ class AsrStage(Stage):
                           samples_to_ms(len(audio)))
         else:
             result = await self._run_whisper(audio, prompt, within, speech_s, hyp.words)
-        choice = await asyncio.to_thread(self._choose, result, hyp.words)
+        if speculation is not None and speculation.choice is not None and speculation.choice[0] == hyp.words:
+            choice = speculation.choice[1]  # decided for the turn's check already
+        else:
+            choice = await asyncio.to_thread(self._choose, result, hyp.words)
         if choice is None:
             # Whisper's own words: the understanding matches them as typed text, or nothing acts
             await say(result.text, "open", float(np.exp(result.logprob)), open_text=result.text)

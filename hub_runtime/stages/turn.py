@@ -3,7 +3,11 @@
 End of turn is not silence alone: when the running hypothesis is already a complete
 command of the grammar the turn closes after ``complete_silence_ms`` of silence (a
 one-word command, or any over the hub's paused voice, after ``short_silence_ms``: it may
-be the start of a longer one), otherwise after ``incomplete_silence_ms``.
+be the start of a longer one), otherwise after ``incomplete_silence_ms``. In a pause the
+ASR's second tier checks the words (CheckingFrame, then a ``checked`` partial): the turn
+waits for that verdict, which overrules the grammar tier's; a full command of the grammar
+tier's that the check was not sure of closes after ``short_silence_ms`` (a pause inside a
+longer sentence: "... fifty seven minute [pause] timer").
 
 Barge-in: ``barge_in_ms`` of user speech while the hub is replying pauses playback
 at once (BargeInFrame), before the VAD has even confirmed a turn. Once the speech
@@ -24,7 +28,7 @@ one; the hub's reply keeps it open ``session_timeout_ms`` after the reply ends; 
 outside a session is discarded (EndOfTurnFrame ``discard``), never transcribed.
 
 Reads whether the hub is replying from the :class:`~..status.DialogueTracker`.
-Consumes: SpeechStartedFrame, PartialTranscriptFrame, InputAudioFrame, WakeWordFrame,
+Consumes: SpeechStartedFrame, PartialTranscriptFrame, CheckingFrame, InputAudioFrame, WakeWordFrame,
 SessionFrame, BotStoppedSpeakingFrame.
 Emits: EndOfTurnFrame (upstream, to the ASR), BargeInFrame, ResumeFrame,
 InterruptionFrame (downstream); forwards everything.
@@ -38,6 +42,7 @@ from typing import Final
 from ..frames import (
     BargeInFrame,
     BotStoppedSpeakingFrame,
+    CheckingFrame,
     EndOfTurnFrame,
     Frame,
     InputAudioFrame,
@@ -101,6 +106,9 @@ class TurnStage(Stage):
         self._voiced_ms = 0
         self._silence_ms = 0
         self._complete = False
+        self._grammar_complete = False  # the grammar tier's own words are a full command
+        self._checking = False  # the second tier checks this pause: wait for its verdict
+        self._checked = False  # ... it gave one (``_complete``): the grammar tier's words do not overrule it
         self._words = ""  # the running hypothesis
         self._barge = False  # playback paused, not yet decided
         self._pre_voiced_ms = 0  # speech heard while replying, before the VAD opened a turn
@@ -113,8 +121,9 @@ class TurnStage(Stage):
         if isinstance(frame, SpeechStartedFrame):
             await self._speech_started(frame)
         elif isinstance(frame, PartialTranscriptFrame):
-            self._complete = frame.complete
-            self._words = frame.text
+            await self._partial(frame)
+        elif isinstance(frame, CheckingFrame):
+            self._checking, self._checked, self._complete = True, False, False
         elif isinstance(frame, InputAudioFrame):
             if self._open:
                 await self._audio(frame)
@@ -122,7 +131,8 @@ class TurnStage(Stage):
                 await self._watch(frame)
         elif isinstance(frame, WakeWordFrame):
             self.session.open(self.now_ms())
-            self._voiced_ms, self._silence_ms, self._complete = 0, 0, False
+            self._voiced_ms, self._silence_ms = 0, 0
+            self._complete = self._grammar_complete = self._checking = self._checked = False
         elif isinstance(frame, SessionFrame):
             if frame.open:
                 self.session.open(self.now_ms())
@@ -135,7 +145,7 @@ class TurnStage(Stage):
         self._pre_voiced_ms = self._pre_silence_ms = self._blip_ms = 0
         if not self._open:
             self._open, self._voiced_ms, self._silence_ms = True, 0, 0
-            self._complete = False
+            self._complete = self._grammar_complete = self._checking = self._checked = False
         self._silence_ms = 0
         if self.tracker.replying and not self._barge:
             self._barge = True
@@ -163,25 +173,46 @@ class TurnStage(Stage):
                 await self.push(ResumeFrame())
             self._blip_ms = 0
 
+    async def _partial(self, frame: PartialTranscriptFrame) -> None:
+        self._words = frame.text
+        if frame.checked:  # the second tier's verdict on this pause
+            self._checking, self._checked, self._complete = False, True, frame.complete
+            if self._open and self._silence_ms >= self._needed_silence_ms():
+                await self._end_turn()  # it came between frames: no need to wait for the next
+            return
+        self._grammar_complete = frame.complete
+        if not (self._checking or self._checked):
+            self._complete = frame.complete
+
     async def _audio(self, frame: InputAudioFrame) -> None:
         if frame.speech:
             self._voiced_ms += self.frame_ms
             self._silence_ms = 0
+            if self._checking or self._checked:  # the words go on: the pause's check is moot
+                self._checking = self._checked = False
+                self._complete = self._grammar_complete
         else:
             self._silence_ms += self.frame_ms
         if self._barge and self._voiced_ms >= self.settings.backchannel_ms and self._a_real_turn():
             self._barge = False
             await self.push(InterruptionFrame())
+        if self._silence_ms >= self._needed_silence_ms():
+            await self._end_turn()
+
+    def _needed_silence_ms(self) -> int:
+        """How long a silence ends the turn, from what the words so far are."""
+        if self._checking:  # the verdict comes within a pass (~150 ms); this long a silence ends it anyway
+            return self.settings.incomplete_silence_ms
         if not self._complete:
-            needed = self.settings.incomplete_silence_ms
-        elif len(self._words.split()) < 2 or self._barge:  # "stop" may go on: "stop the mower"
+            # the grammar tier's full command that the second tier was not sure of: a pause
+            # inside a longer sentence, or words it did not make out; a little longer for more
+            doubted = self._checked and self._grammar_complete
+            return self.settings.short_silence_ms if doubted else self.settings.incomplete_silence_ms
+        if len(self._words.split()) < 2 or self._barge:  # "stop" may go on: "stop the mower"
             # over the hub (paused: it is quiet anyway), the grammar's words are not trusted to be
             # whole: "turn on the office" cut from "... fan" where the echo gate held a frame back
-            needed = self.settings.short_silence_ms
-        else:
-            needed = self.settings.complete_silence_ms
-        if self._silence_ms >= needed:
-            await self._end_turn()
+            return self.settings.short_silence_ms
+        return self.settings.complete_silence_ms
 
     def _a_real_turn(self) -> bool:
         """Speech over the hub that is surely a turn, not a listener's "mm hmm": stop the hub now.

@@ -23,6 +23,7 @@ from hub_runtime.frames import (
     BargeInFrame,
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
+    CheckingFrame,
     EndOfTurnFrame,
     ErrorFrame,
     Frame,
@@ -143,6 +144,27 @@ def test_turn_ends_soon_after_a_complete_command() -> None:
     out = run(_turn(), frames)
     ends = out.of(EndOfTurnFrame, up=True)
     assert len(ends) == 1 and not ends[0].discard and ends[0].silence_ms == 90
+
+
+def test_the_second_tiers_verdict_on_a_pause_decides_how_long_the_turn_waits() -> None:
+    """Pocketsphinx fits a pause inside a sentence to a command; the turn waits for the check of the pause."""
+    said = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame("toggle the study light", True),
+            *_speech(300, 1, speech=False), CheckingFrame(), *_speech(330, 4, speech=False)]
+    assert not run(_turn(), said).of(EndOfTurnFrame, up=True)  # no verdict yet: the turn waits
+    # sure of a full command: the turn closes at the verdict, the silence long enough already
+    sure = run(_turn(), [*said, PartialTranscriptFrame("toggle the study light", True, checked=True)])
+    assert [e.silence_ms for e in sure.of(EndOfTurnFrame, up=True)] == [150]
+    # not sure: the words may go on ("time left on fifty seven minute [pause] timer") ...
+    doubted = [*said, PartialTranscriptFrame("toggle the study light", False, checked=True)]
+    assert not run(_turn(), [*doubted, *_speech(450, 2, speech=False)]).of(EndOfTurnFrame, up=True)
+    # ... and they do: the grammar tier's words count again, until the next pause's check
+    went_on = run(_turn(), [*doubted, *_speech(450, 8), PartialTranscriptFrame("turn on the study light", True),
+                            *_speech(690, 3, speech=False)])
+    assert [e.silence_ms for e in went_on.of(EndOfTurnFrame, up=True)] == [90]
+    # ... or they do not: the turn ends after a short silence (the grammar tier's words do not overrule)
+    ended = run(_turn(), [*doubted, PartialTranscriptFrame("toggle the study light", True),
+                          *_speech(450, 6, speech=False)])
+    assert [e.silence_ms for e in ended.of(EndOfTurnFrame, up=True)] == [TurnSettings().short_silence_ms]
 
 
 def test_a_one_word_command_or_any_over_the_hub_waits_a_little_longer() -> None:
@@ -611,6 +633,41 @@ def test_a_sure_sentence_in_the_pause_completes_the_hypothesis(
     assert bool(partials and partials[-1].complete) is settled
     if settled:
         assert partials[-1].text == "turn on the kitchen light"
+
+
+@pytest.mark.parametrize(("pocketsphinx", "whisper", "sentences", "verdict"), [
+    # pocketsphinx's full command, and the pass is sure of one (not its words: Whisper's sentence)
+    ("toggle the kitchen light", "Turn off the kitchen light.", [("turn off the kitchen light", -3.0, 0.5)],
+     ("turn off the kitchen light", True)),
+    # ... the pass heard no sentence of the grammar: a pause inside a longer one ("... minute [pause] timer")
+    ("toggle every our study light", "Time left on 57 minute.",
+     [("time left on fifty seven minute timer", -21.0, 15.0)], ("toggle every our study light", False)),
+    # ... the pass is unsure (the opposite action nearly as likely)
+    ("turn on the kitchen light", "Turn of the kitchen light.",
+     [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -3.4, 1.2)],
+     ("turn on the kitchen light", False)),
+])
+def test_the_check_of_a_pause_confirms_a_full_command_only_when_the_pass_is_sure(
+        pocketsphinx: str, whisper: str, sentences: list[tuple[str, float, float]], verdict: tuple[str, bool]) -> None:
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import AsrStage, _Speculation
+
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30,
+                     whisper=ScriptedWhisper(whisper, tuple(_heard(*h) for h in sentences)))
+    pushed: list[Frame] = []
+
+    async def push(frame: Frame, direction: Direction = Direction.DOWNSTREAM) -> None:
+        pushed.append(frame)
+
+    async def check() -> None:
+        stage.push = push  # type: ignore[method-assign]
+        task = asyncio.ensure_future(stage._run_whisper(np.zeros(16000, np.float32), "", stage._within(), 1.0))
+        stage._speculation = speculation = _Speculation(16000, task, threading.Event())
+        await stage._check(speculation, tuple(pocketsphinx.split()))
+
+    asyncio.run(check())
+    assert [(p.text, p.complete, p.checked) for p in pushed if isinstance(p, PartialTranscriptFrame)] == [
+        (*verdict, True)]
 
 
 def test_speech_after_a_pause_cancels_the_speculative_pass() -> None:
