@@ -110,6 +110,7 @@ MIN_SPECULATE_MS: Final = 300  # shortest utterance worth a speculative pass
 SPECULATE_AFTER_MS: Final = 30
 
 
+Meanings = dict[tuple[str, ...], tuple[object, ...] | None]  # sentences and what they would do
 PROMPT_SEED: Final = 1  # the prompt's sentences are a fixed sample of the home's grammar
 
 
@@ -188,6 +189,7 @@ class AsrStage(Stage):
         self._name_words: tuple[HomeModel, frozenset[str]] | None = None
         self._prompt: tuple[HomeModel, str] | None = None
         self._question = ""  # the hub's question the next utterance answers
+        self._meanings: Meanings = {}  # this utterance's sentences understood so far (``_meaning``)
 
     async def start(self) -> None:
         """Build the decoder for the current grammar, then start the queues."""
@@ -262,6 +264,7 @@ class AsrStage(Stage):
         self._utterance = []
         self._utt_samples = 0
         self._speech, self._complete = None, ()
+        self._meanings = {}
         self._speculation = None
         preroll = list(self._preroll)
         self._overlapped = any(played for _samples, played, _speech in preroll)
@@ -341,10 +344,10 @@ class AsrStage(Stage):
         self._speculation = _Speculation(self._utt_samples, task, cancel)
         if self._overlapped:  # over the hub's voice, undecided words wait for the end of the turn
             return False
-        self.spawn(self._check(self._speculation, self._complete), "check", interruptible=False)
+        self.spawn(self._check(self._speculation, self._complete, self._meanings), "check", interruptible=False)
         return True
 
-    async def _check(self, speculation: _Speculation, words: tuple[str, ...]) -> None:
+    async def _check(self, speculation: _Speculation, words: tuple[str, ...], known: Meanings) -> None:
         """The verdict on a pause: whether the pass is sure of a full command (a ``checked`` partial).
 
         Its result is the transcript at end of turn anyway (no speech since), so only the
@@ -358,7 +361,7 @@ class AsrStage(Stage):
         result = await speculation.task
         if self._speculation is not speculation:
             return  # speech went on, or the turn ended
-        choice = await asyncio.to_thread(self._choose, result, words)
+        choice = await asyncio.to_thread(self._choose, result, words, known)
         if self._speculation is not speculation:
             return
         speculation.choice = (words, choice)
@@ -396,7 +399,7 @@ class AsrStage(Stage):
         hyp = decoder.end()
         audio = self._audio_so_far()
         speculation, overlapped = self._speculation, self._overlapped
-        within, speech_s = self._within(), self._speech_s
+        within, speech_s, known = self._within(), self._speech_s, self._meanings
         self._speculation, self._utterance, self._utt_samples, self._speech = None, [], 0, None
         self._complete = ()
         self._silent_ms, self._overlapped = 0, False
@@ -404,7 +407,7 @@ class AsrStage(Stage):
         if eot.discard:
             return
         prompt, self._question = self.prompt, ""  # a question is answered once
-        self.spawn(self._finish(hyp, audio, speculation, prompt, within, speech_s, overlapped=overlapped,
+        self.spawn(self._finish(hyp, audio, speculation, prompt, within, speech_s, known, overlapped=overlapped,
                                 paused=eot.undecided), "finish", interruptible=False)
 
     async def _blip(self) -> None:
@@ -432,7 +435,7 @@ class AsrStage(Stage):
                                overlapped=True, paused=True)
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray, speculation: _Speculation | None,
-                      prompt: str, within: _Within, speech_s: float, *, overlapped: bool = False,
+                      prompt: str, within: _Within, speech_s: float, known: Meanings, *, overlapped: bool = False,
                       paused: bool = False) -> None:
         say = functools.partial(self._transcript, overlapped=overlapped, paused=paused, grammar=hyp)
         if self.whisper is None:  # the grammar tier alone (configured so): only its confident words
@@ -450,7 +453,7 @@ class AsrStage(Stage):
         if speculation is not None and speculation.choice is not None and speculation.choice[0] == hyp.words:
             choice = speculation.choice[1]  # decided for the turn's check already
         else:
-            choice = await asyncio.to_thread(self._choose, result, hyp.words)
+            choice = await asyncio.to_thread(self._choose, result, hyp.words, known)
         if choice is None:
             # Whisper's own words: the understanding matches them as typed text, or nothing acts
             await say(result.text, "open", float(np.exp(result.logprob)), open_text=result.text)
@@ -458,12 +461,12 @@ class AsrStage(Stage):
         words, confidence, unsure = choice
         await say(" ".join(words), "grammar", confidence, open_text=result.text, unsure=unsure)
 
-    def _choose(self, result: WhisperResult,
-                grammar_words: tuple[str, ...] = ()) -> tuple[tuple[str, ...], float, bool] | None:
+    def _choose(self, result: WhisperResult, grammar_words: tuple[str, ...] = (),
+                known: Meanings | None = None) -> tuple[tuple[str, ...], float, bool] | None:
         """The grammar's sentence to take, how sure (its share among the likeliest), and whether to ask first.
 
         The sentence the grammar tier (pocketsphinx) heard counts ``AGREEMENT_NATS`` more: two
-        recognisers agree on it.
+        recognisers agree on it. ``known``: the utterance's meanings so far (added to).
         """
         _LOGGER.debug("whisper heard %r (%s); within the grammar: %s; pocketsphinx: %r", result.text,
                       result.text_logprob, [(" ".join(h.words), round(h.score, 2), round(h.forced, 2))
@@ -471,14 +474,16 @@ class AsrStage(Stage):
         def score(h: Heard) -> float:
             return h.score + AGREEMENT_NATS * (h.words == grammar_words)
 
+        known = {} if known is None else known
+
         candidates = list(result.sentences)
         free = tuple(tokenize(result.text))
         if (result.text_score is not None and free and all(h.words != free for h in candidates)
-                and self._meaning(free) is not None):
+                and self._meaning(free, known) is not None):
             # Whisper's own words are a sentence of the grammar the search missed: one more candidate
             candidates.append(Heard(free, result.text_score, 0.0, result.text_logprob or 0.0))
-        meaning_of = {h.words: self._meaning(h.words) for h in candidates}  # each understood once
-        free_meaning = self._meaning(free) if free else None
+        meaning_of = {h.words: self._meaning(h.words, known) for h in candidates}
+        free_meaning = self._meaning(free, known) if free else None
         # Social small talk ("thank you very much", "see you soon") is what the search fits other
         # voices in the room to (a TV, people talking): when Whisper's own words, which follow
         # the speaker the prompt is about, are a request of another kind, it does not count.
@@ -513,14 +518,23 @@ class AsrStage(Stage):
                   or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
         return top.words, share, unsure
 
-    def _meaning(self, words: tuple[str, ...]) -> tuple[object, ...] | None:
-        """What a sentence would do: the intent, its targets and its values (free text left out)."""
+    def _meaning(self, words: tuple[str, ...], known: Meanings | None = None) -> tuple[object, ...] | None:
+        """What a sentence would do: the intent, its targets and its values (free text left out).
+
+        ``known``: the meanings found for this utterance so far (the pause's check and the end
+        of turn decide on the same sentences; matching one takes a few ms).
+        """
+        known = {} if known is None else known
+        if words in known:
+            return known[words]
         intent = self.agent.recognize(" ".join(words))
-        if intent is None:
-            return None
-        free = FREE_SLOTS | ({"name"} if intent.name in TIMER_INTENTS else set())
-        return (intent.name, tuple(sorted(intent.targets)),
-                tuple(sorted((k, str(v)) for k, v in intent.slots.items() if k not in free)))
+        meaning: tuple[object, ...] | None = None
+        if intent is not None:
+            free = FREE_SLOTS | ({"name"} if intent.name in TIMER_INTENTS else set())
+            meaning = (intent.name, tuple(sorted(intent.targets)),
+                       tuple(sorted((k, str(v)) for k, v in intent.slots.items() if k not in free)))
+        known[words] = meaning
+        return meaning
 
     def _bare_name(self, words: tuple[str, ...], meaning: tuple[object, ...] | None) -> bool:
         """Only a device's or a room's name: Home Assistant turns it on, but said alone it is more often cut short."""

@@ -663,7 +663,7 @@ def test_the_check_of_a_pause_confirms_a_full_command_only_when_the_pass_is_sure
         stage.push = push  # type: ignore[method-assign]
         task = asyncio.ensure_future(stage._run_whisper(np.zeros(16000, np.float32), "", stage._within(), 1.0))
         stage._speculation = speculation = _Speculation(16000, task, threading.Event())
-        await stage._check(speculation, tuple(pocketsphinx.split()))
+        await stage._check(speculation, tuple(pocketsphinx.split()), {})
 
     asyncio.run(check())
     assert [(p.text, p.complete, p.checked) for p in pushed if isinstance(p, PartialTranscriptFrame)] == [
@@ -778,5 +778,5 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
 
     stage._transcript = transcript  # type: ignore[method-assign]
     asyncio.run(stage._finish(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9), np.zeros(16000, np.int16), None,
-                              stage.prompt, stage._within(), 1.0))
+                              stage.prompt, stage._within(), 1.0, {}))
     assert said == [decided]
