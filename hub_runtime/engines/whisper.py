@@ -23,6 +23,7 @@ decode runs on. Loading the transcriber keeps the process's BLAS to one thread (
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import math
@@ -54,6 +55,7 @@ SYLLABLES_PER_S: Final = 4.4
 LENGTH_SIGMA_SHORT: Final = 0.35  # the sentence is shorter than the speech (words left out)
 LENGTH_SIGMA_LONG: Final = 0.5  # ... longer (people speak fast)
 NBEST: Final = 5  # sentences kept, distinct words
+REPEAT_SIMILARITY: Final = 0.6  # a later sentence this like an earlier one (words in order) repeats it
 # Another recogniser's sentence is taken at once, without decoding, when it is Whisper's own
 # choice token by token: the grammar cost at most this much in all (nats) ...
 AGREED_MAX_FORCED: Final = 1.0
@@ -239,14 +241,21 @@ def length_fit(words: tuple[str, ...], speech_s: float, *, longer_only: bool = F
 
 
 def drop_repeats(text: str) -> str:
-    """Keep sentences up to the first that repeats (or starts repeating) an earlier one."""
+    """Keep sentences up to the first that repeats (or starts repeating) an earlier one.
+
+    A repeat may be heard a little differently: "TV turn the volume down to 28. Tbe turn the
+    volume down to 28.", "Pause laundry timer. Post laundry timer." (``REPEAT_SIMILARITY`` of
+    the words in order).
+    """
     kept: list[str] = []
     seen: list[str] = []
     for sentence in split_sentences(text):
         key = re.sub(r"[^a-z0-9 ]", "", sentence.lower()).strip()
         if not key:
             continue
-        if any(old.startswith(key) or key.startswith(old) for old in seen):
+        if any(old.startswith(key) or key.startswith(old)
+               or difflib.SequenceMatcher(None, old.split(), key.split()).ratio() >= REPEAT_SIMILARITY
+               for old in seen):
             break
         kept.append(sentence)
         seen.append(key)

@@ -10,7 +10,7 @@ import pytest
 from hub_runtime.agent import Agent
 from hub_runtime.audio.format import RATE
 from hub_runtime.audio.synthetic import pink_noise, speak
-from hub_runtime.engines.whisper import WhisperTranscriber, length_fit
+from hub_runtime.engines.whisper import WhisperTranscriber, drop_repeats, length_fit
 from hub_runtime.grammar.automaton import Dfa, tokenize
 from hub_runtime.grammar.tokens import write
 from hub_runtime.settings import Settings
@@ -150,6 +150,20 @@ def test_a_sentence_too_short_for_the_speech_is_unlikely() -> None:
     assert length_fit(tuple("mute the music in the hallway".split()), 1.6) > -0.5
     assert length_fit(("stop",), 0.3) > -1.0
     assert length_fit(("stop",), 0.0) == 0.0  # no measure of the speech: no opinion
+
+
+@pytest.mark.parametrize(("heard", "kept"), [
+    ("Turn on the light. Turn on the light.", "Turn on the light."),
+    ("Turn on the light. Turn on the", "Turn on the light."),
+    # a repeat heard a little differently is a repeat
+    ("TV Turn the volume down to 28. Tbe Turn the volume down to 28.", "TV Turn the volume down to 28."),
+    ("Pause laundry timer. Post laundry timer.", "Pause laundry timer."),
+    # other sentences stay (Whisper heard more than a command: the decision sees it)
+    ("Start my Roomba. Rock my work carriage.", "Start my Roomba. Rock my work carriage."),
+    ("Yes. No.", "Yes. No."),
+])
+def test_whisper_repeating_itself_is_cut(heard: str, kept: str) -> None:
+    assert drop_repeats(heard) == kept
 
 
 def test_sentences_are_written_as_whisper_writes_them() -> None:
