@@ -514,7 +514,7 @@ class AsrStage(Stage):
         unsure = (share < MIN_SHARE or opposed
                   or self._bare_name(top.words, meaning)
                   or _polarity_unclear(heard)
-                  or (is_question(heard, result.text) and not is_question(list(top.words)))
+                  or _asks(heard, result.text, top.words)
                   or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
         return top.words, share, unsure
 
@@ -584,6 +584,20 @@ def _opposite(a: tuple[object, ...] | None, b: tuple[object, ...] | None) -> boo
     """
     return (a is not None and b is not None and frozenset((a[0], b[0])) in OPPOSITES
             and (a[1] == b[1] or a[2] == b[2]))
+
+
+def _asks(heard: list[str], text: str, words: tuple[str, ...]) -> bool:
+    """Whisper's words are a question where the sentence is not ("is the coffee maker on": "coffee maker on").
+
+    Not a question word that is only the start of the sentence's first word, split off by
+    Whisper and no question mark after: "Can Sol all of my Living Room Timors." is "cancel
+    all of my living room timers".
+    """
+    if not is_question(heard, text) or is_question(list(words)):
+        return False
+    split = (not text.rstrip().endswith("?") and bool(heard) and bool(words)
+             and words[0] != heard[0] and words[0].startswith(heard[0]))
+    return not split
 
 
 def _polarity_unclear(heard: list[str]) -> bool:

@@ -732,6 +732,11 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     # Whisper's words are a question, the sentence is not: never act on it unasked
     ("Is the kitchen light on?", [("turn on the kitchen light", -3.0, 2.0)],
      ("grammar", "turn on the kitchen light", True), "", None),
+    ("Can you turn on the kitchen light", [("turn on the kitchen light", -3.0, 2.0)],
+     ("grammar", "turn on the kitchen light", True), "", None),
+    # ... but a question word that is the sentence's first word split in two is no question
+    ("Can Sol all of my Kitchen Timors.", [("cancel all of my kitchen timers", -3.0, 1.0)],
+     ("grammar", "cancel all of my kitchen timers", False), "", None),
     # what pocketsphinx heard too counts more: two recognisers agree (the other is still close: ask)
     ("Turn of the kitchen light.",
      [("turn on the kitchen light", -3.0, 1.0), ("turn off the kitchen light", -4.5, 1.2)],
