@@ -367,11 +367,9 @@ class AsrStage(Stage):
         speculation.choice = (words, choice)
         sure = (choice is not None and not choice[2] and self.agent.model.grammar.is_complete(list(choice[0]))
                 and (bool(words) or tuple(tokenize(result.text)) == choice[0]))
-        if sure:
-            assert choice is not None
-            _LOGGER.debug("whisper settles the pause on %r", " ".join(choice[0]))
-        await self.push(PartialTranscriptFrame(text=" ".join(choice[0] if sure and choice else words),
-                                               complete=sure, checked=True))
+        heard = choice[0] if sure and choice is not None else words
+        _LOGGER.debug("the pause's verdict: %r %s", " ".join(heard), "complete" if sure else "not sure")
+        await self.push(PartialTranscriptFrame(text=" ".join(heard), complete=sure, checked=True))
 
     def _within(self, *, overlapping: bool | None = None) -> _Within:
         """The sentences Whisper decodes this utterance within."""

@@ -105,10 +105,9 @@ class TurnStage(Stage):
         self._open = False
         self._voiced_ms = 0
         self._silence_ms = 0
-        self._complete = False
         self._grammar_complete = False  # the grammar tier's own words are a full command
         self._checking = False  # the second tier checks this pause: wait for its verdict
-        self._checked = False  # ... it gave one (``_complete``): the grammar tier's words do not overrule it
+        self._verdict: bool | None = None  # ... its verdict: the grammar tier's words do not overrule it
         self._words = ""  # the running hypothesis
         self._barge = False  # playback paused, not yet decided
         self._pre_voiced_ms = 0  # speech heard while replying, before the VAD opened a turn
@@ -123,7 +122,7 @@ class TurnStage(Stage):
         elif isinstance(frame, PartialTranscriptFrame):
             await self._partial(frame)
         elif isinstance(frame, CheckingFrame):
-            self._checking, self._checked, self._complete = True, False, False
+            self._checking, self._verdict = True, None
         elif isinstance(frame, InputAudioFrame):
             if self._open:
                 await self._audio(frame)
@@ -132,7 +131,7 @@ class TurnStage(Stage):
         elif isinstance(frame, WakeWordFrame):
             self.session.open(self.now_ms())
             self._voiced_ms, self._silence_ms = 0, 0
-            self._complete = self._grammar_complete = self._checking = self._checked = False
+            self._forget_words()
         elif isinstance(frame, SessionFrame):
             if frame.open:
                 self.session.open(self.now_ms())
@@ -145,7 +144,7 @@ class TurnStage(Stage):
         self._pre_voiced_ms = self._pre_silence_ms = self._blip_ms = 0
         if not self._open:
             self._open, self._voiced_ms, self._silence_ms = True, 0, 0
-            self._complete = self._grammar_complete = self._checking = self._checked = False
+            self._forget_words()
         self._silence_ms = 0
         if self.tracker.replying and not self._barge:
             self._barge = True
@@ -173,24 +172,30 @@ class TurnStage(Stage):
                 await self.push(ResumeFrame())
             self._blip_ms = 0
 
+    def _forget_words(self) -> None:
+        self._grammar_complete, self._checking, self._verdict = False, False, None
+
+    @property
+    def _complete(self) -> bool:
+        """Whether the words so far are a full command: the pause's verdict, else the grammar tier's."""
+        if self._verdict is not None:
+            return self._verdict
+        return self._grammar_complete and not self._checking
+
     async def _partial(self, frame: PartialTranscriptFrame) -> None:
         self._words = frame.text
         if frame.checked:  # the second tier's verdict on this pause
-            self._checking, self._checked, self._complete = False, True, frame.complete
+            self._checking, self._verdict = False, frame.complete
             if self._open and self._silence_ms >= self._needed_silence_ms():
                 await self._end_turn()  # it came between frames: no need to wait for the next
             return
         self._grammar_complete = frame.complete
-        if not (self._checking or self._checked):
-            self._complete = frame.complete
 
     async def _audio(self, frame: InputAudioFrame) -> None:
         if frame.speech:
             self._voiced_ms += self.frame_ms
             self._silence_ms = 0
-            if self._checking or self._checked:  # the words go on: the pause's check is moot
-                self._checking = self._checked = False
-                self._complete = self._grammar_complete
+            self._checking, self._verdict = False, None  # the words go on: a pause's check is moot
         else:
             self._silence_ms += self.frame_ms
         if self._barge and self._voiced_ms >= self.settings.backchannel_ms and self._a_real_turn():
@@ -206,7 +211,7 @@ class TurnStage(Stage):
         if not self._complete:
             # the grammar tier's full command that the second tier was not sure of: a pause
             # inside a longer sentence, or words it did not make out; a little longer for more
-            doubted = self._checked and self._grammar_complete
+            doubted = self._verdict is False and self._grammar_complete
             return self.settings.short_silence_ms if doubted else self.settings.incomplete_silence_ms
         if len(self._words.split()) < 2 or self._barge:  # "stop" may go on: "stop the mower"
             # over the hub (paused: it is quiet anyway), the grammar's words are not trusted to be
