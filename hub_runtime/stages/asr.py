@@ -506,7 +506,7 @@ class AsrStage(Stage):
         alike = sum(w for h, w, m in zip(ranked, weights, meanings, strict=True)
                     if h is top or _within(h.words, top.words) or m == meaning)
         share = alike / sum(weights)  # how likely it is that this was meant, among the likeliest sentences
-        heard = tokenize(result.text)
+        heard = list(free)  # Whisper's own words, tokenized once above
         opposed = any(score(top) - score(h) < OPPOSITE_NATS and _opposite(meaning, m)
                       for h, m in zip(ranked[1:], meanings[1:], strict=True))
         unsure = (share < MIN_SHARE or opposed
