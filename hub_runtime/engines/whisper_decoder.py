@@ -78,14 +78,17 @@ def read_ct2_variables(path: Path, prefix: str = "") -> dict[str, npt.NDArray[np
 
 @dataclass
 class _Layer:
-    self_norm: tuple[F32, F32]
+    """One decoder layer, each layer norm's gain and bias folded into the linear after it.
+
+    The attention's scale is folded into the queries' weights too: a step runs fewer
+    small numpy operations (their overhead, not the arithmetic, is most of a step's time).
+    """
+
     qkv: tuple[F32, F32]  # weight [d, 3d] (transposed), bias
     self_out: tuple[F32, F32]
-    cross_norm: tuple[F32, F32]
     cross_q: tuple[F32, F32]
-    cross_kv: tuple[F32, F32]
+    cross_kv: tuple[F32, F32]  # on the encoder's output (no norm before it)
     cross_out: tuple[F32, F32]
-    ffn_norm: tuple[F32, F32]
     ffn_in: tuple[F32, F32]
     ffn_out: tuple[F32, F32]
 
@@ -115,23 +118,32 @@ class Encoded:
     values: list[F32]  # [heads, frames, dh]
 
 
-def _norm(x: F32, p: tuple[F32, F32]) -> F32:
-    mean = x.mean(-1, keepdims=True)
-    centred = x - mean
-    var = (centred * centred).mean(-1, keepdims=True)
-    out: F32 = centred / np.sqrt(var + _LN_EPS) * p[0] + p[1]
-    return out
+def _standardize(x: F32) -> F32:
+    """A layer norm without its gain and bias (folded into the next linear): rows [N, dim]."""
+    centred: F32 = x - x.mean(-1, keepdims=True)
+    centred /= np.sqrt(np.square(centred).mean(-1, keepdims=True) + _LN_EPS)
+    return centred
+
+
+def _fold(norm: tuple[F32, F32], linear: tuple[F32, F32], scale: float = 1.0) -> tuple[F32, F32]:
+    """``linear`` after ``norm``'s gain and bias (and times ``scale``): one linear on standardized input."""
+    (gain, bias), (weight, b) = norm, linear
+    return (np.ascontiguousarray(gain[:, None] * weight * scale, dtype=np.float32),
+            np.ascontiguousarray((bias @ weight + b) * scale, dtype=np.float32))
 
 
 def _gelu(x: F32) -> F32:
-    out: F32 = 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-    return out
+    inner = np.tanh(x * (0.7978845608 + 0.0356774081 * np.square(x)))
+    inner += 1.0
+    inner *= x
+    inner *= 0.5
+    return inner
 
 
 def _softmax(x: F32) -> F32:
     e = np.exp(x - x.max(-1, keepdims=True))
-    out: F32 = e / e.sum(-1, keepdims=True)
-    return out
+    e /= e.sum(-1, keepdims=True)
+    return e
 
 
 class WhisperDecoder:
@@ -157,19 +169,22 @@ class WhisperDecoder:
         self.head_dim = self.dim // self.heads
         self.vocab = int(self.embedding.shape[0])
         self.layers: list[_Layer] = []
+        scale = 1.0 / math.sqrt(self.head_dim)
         i = 0
         while f"decoder/layer_{i}/ffn/linear_0/weight" in raw:
             p = f"layer_{i}/"
+            qkv_w, qkv_b = _fold(norm(p + "self_attention/layer_norm"), linear(p + "self_attention/linear_0"))
+            qkv_w[:, : self.dim] *= scale  # the queries' part
+            qkv_b[: self.dim] *= scale
             self.layers.append(_Layer(
-                self_norm=norm(p + "self_attention/layer_norm"), qkv=linear(p + "self_attention/linear_0"),
-                self_out=linear(p + "self_attention/linear_1"), cross_norm=norm(p + "attention/layer_norm"),
-                cross_q=linear(p + "attention/linear_0"), cross_kv=linear(p + "attention/linear_1"),
-                cross_out=linear(p + "attention/linear_2"), ffn_norm=norm(p + "ffn/layer_norm"),
-                ffn_in=linear(p + "ffn/linear_0"), ffn_out=linear(p + "ffn/linear_1")))
+                qkv=(qkv_w, qkv_b), self_out=linear(p + "self_attention/linear_1"),
+                cross_q=_fold(norm(p + "attention/layer_norm"), linear(p + "attention/linear_0"), scale),
+                cross_kv=linear(p + "attention/linear_1"), cross_out=linear(p + "attention/linear_2"),
+                ffn_in=_fold(norm(p + "ffn/layer_norm"), linear(p + "ffn/linear_0")),
+                ffn_out=linear(p + "ffn/linear_1")))
             i += 1
         self.final_norm = norm("layer_norm")
         self._shortlist_t = np.ascontiguousarray(self.embedding[: min(SHORTLIST, self.vocab)].T)
-        self._scale = np.float32(1.0 / np.sqrt(self.head_dim))
 
     @property
     def max_positions(self) -> int:
@@ -188,46 +203,39 @@ class WhisperDecoder:
             values.append(np.ascontiguousarray(v.reshape(frames, self.heads, self.head_dim).transpose(1, 0, 2)))
         return Encoded(keys, values)
 
-    def forward(self, tokens: npt.NDArray[np.intp], cache: Cache | None, audio: Encoded,
-                attention: list[F32] | None = None) -> tuple[F32, Cache]:
+    def forward(self, tokens: npt.NDArray[np.intp], cache: Cache | None, audio: Encoded) -> tuple[F32, Cache]:
         """Run ``tokens`` ([B, n]) after what ``cache`` holds; the final hidden states [B, n, dim] and the cache.
 
-        ``attention``, if given, receives each layer's attention on the audio ([B, heads, n, frames]).
+        The linears run on all B x n rows at once (one matrix product each, not one per hypothesis).
         """
         batch, n = tokens.shape
         start = cache.steps if cache is not None else 0
         if start + n > self.max_positions:
             raise ValueError(f"{start + n} tokens: the decoder takes at most {self.max_positions}")
-        x: F32 = self.embedding[tokens] + self.positions[start:start + n]
-        h, dh = self.heads, self.head_dim
+        h, dh, dim = self.heads, self.head_dim, self.dim
+        x: F32 = (self.embedding[tokens] + self.positions[start:start + n]).reshape(batch * n, dim)
         keys: list[F32] = []
         values: list[F32] = []
+        mask = np.triu(np.full((n, start + n), -1e9, np.float32), k=start + 1) if n > 1 else None
         for li, layer in enumerate(self.layers):
-            y: F32 = _norm(x, layer.self_norm) @ layer.qkv[0] + layer.qkv[1]
-            q = y[..., : self.dim].reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
-            k = y[..., self.dim: 2 * self.dim].reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
-            v = y[..., 2 * self.dim:].reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
+            qkv = (_standardize(x) @ layer.qkv[0] + layer.qkv[1]).reshape(batch, n, 3, h, dh).transpose(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]  # [B, heads, n, dh]; q scaled
             if cache is not None:
                 k = np.concatenate([cache.keys[li], k], axis=2)
                 v = np.concatenate([cache.values[li], v], axis=2)
             keys.append(k)
             values.append(v)
-            scores = (q @ k.transpose(0, 1, 3, 2)) * self._scale
-            if n > 1:
-                total = k.shape[2]
-                scores = scores + np.triu(np.full((n, total), -1e9, np.float32), k=total - n + 1)
-            out = (_softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(batch, n, self.dim)
+            scores = q @ k.transpose(0, 1, 3, 2)
+            if mask is not None:
+                scores += mask
+            out = (_softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(batch * n, dim)
             x = x + out @ layer.self_out[0] + layer.self_out[1]
-            q = (_norm(x, layer.cross_norm) @ layer.cross_q[0] + layer.cross_q[1])
-            q = q.reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
-            att = _softmax((q @ audio.keys[li]) * self._scale)
-            if attention is not None:
-                attention.append(att)
-            out = (att @ audio.values[li]).transpose(0, 2, 1, 3).reshape(batch, n, self.dim)
+            q = (_standardize(x) @ layer.cross_q[0] + layer.cross_q[1]).reshape(batch, n, h, dh).transpose(0, 2, 1, 3)
+            out = (_softmax(q @ audio.keys[li]) @ audio.values[li]).transpose(0, 2, 1, 3).reshape(batch * n, dim)
             x = x + out @ layer.cross_out[0] + layer.cross_out[1]
-            y = _gelu(_norm(x, layer.ffn_norm) @ layer.ffn_in[0] + layer.ffn_in[1])
-            x = x + y @ layer.ffn_out[0] + layer.ffn_out[1]
-        return _norm(x, self.final_norm), Cache(keys, values)
+            x = x + _gelu(_standardize(x) @ layer.ffn_in[0] + layer.ffn_in[1]) @ layer.ffn_out[0] + layer.ffn_out[1]
+        gain, bias = self.final_norm
+        return (_standardize(x) * gain + bias).reshape(batch, n, dim), Cache(keys, values)
 
     def log_probs(self, hidden: F32, ids: npt.NDArray[np.intp],
                   extra: range = range(0)) -> tuple[F32, F32, F32, F32]:
