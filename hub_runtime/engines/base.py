@@ -80,6 +80,10 @@ class Transcriber(Protocol):
         """
         ...
 
+    def prepare(self, grammar: Dfa) -> None:
+        """Get ready to decode within ``grammar`` (slow: a worker thread), so that its first utterance is not."""
+        ...
+
 
 class WakeWordDetector(Protocol):
     """Spots one wake word in a stream of audio."""

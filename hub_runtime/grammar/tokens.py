@@ -163,6 +163,14 @@ class TokenGrammar:
                 if value is not None:
                     yield run, dst, value
 
+    def warm(self) -> None:
+        """Build every state's trie now (~250 ms for a home of 1,300 states), not in the first searches.
+
+        Built lazily, they cost the first searches after a start or a new grammar ~50 ms each.
+        """
+        for state in range(len(self.dfa.trans)):
+            self._root(state)
+
     # -- walking ------------------------------------------------------------------------
     def start(self) -> TokenPath:
         """Where every token path starts."""

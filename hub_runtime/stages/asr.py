@@ -199,11 +199,17 @@ class AsrStage(Stage):
         await super().start()
 
     def _build(self, model: HomeModel) -> GrammarDecoder:
-        """The grammar tier's decoder, and the automata Whisper decodes with (slow: a worker thread)."""
+        """The grammar tier's decoder, and the automata Whisper decodes with (slow: a worker thread).
+
+        What the first utterances would otherwise build on the way (Whisper's token grammar,
+        the NLU's matcher) is built here too: ~100 ms less for the first commands after a
+        start or a change of the home.
+        """
         decoder = GrammarDecoder(model.grammar)
         if self.whisper is not None:
-            model.grammar.spoken_dfa(answering=False)
-            model.grammar.spoken_dfa(answering=True)
+            for answering in (False, True):
+                self.whisper.prepare(model.grammar.spoken_dfa(answering=answering))
+        model.nlu.recognize("turn on the light")
         return decoder
 
     async def cleanup(self) -> None:

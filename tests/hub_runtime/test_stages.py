@@ -591,6 +591,9 @@ class ScriptedWhisper:
             return WhisperResult(self.text, -0.1)
         return WhisperResult(self.text, -0.1, self.sentences, self.text_score, self.text_score)
 
+    def prepare(self, grammar: Any) -> None:
+        pass
+
 
 @pytest.mark.parametrize(("whisper", "text"), [("Stop.", "Stop."), ("Be quiet, please.", "Be quiet, please."),
                                             ("Thank you.", ""), ("Turn on the light.", "")])
