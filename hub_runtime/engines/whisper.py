@@ -31,7 +31,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,10 @@ from .base import CANCELLED, Heard, WhisperResult
 from .whisper_decoder import Encoded, WhisperDecoder, agreement, constrained_search, score_segment
 
 _LOGGER = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+if TYPE_CHECKING:
+    from ctranslate2 import WhisperGenerationResult
 
 MIN_WINDOW_S: Final = 3
 MAX_WINDOW_S: Final = 30
@@ -114,6 +118,11 @@ class WhisperTranscriber:
             entry = self._grammars[id(dfa)] = (dfa, grammar)
         return entry[1]
 
+    def prepare(self, dfa: Dfa) -> None:
+        """Make the grammar's tokens for decoding within ``dfa`` now (slow: a worker thread), not on first use."""
+        with self._lock:
+            self.token_grammar(dfa).warm()
+
     def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "", *, grammar: Dfa | None = None,
                    speech_s: float = 0.0, also: tuple[str, ...] = (),
                    cancel: threading.Event | None = None) -> WhisperResult:
@@ -152,32 +161,38 @@ class WhisperTranscriber:
             tokens += [self._lang, self._transcribe]
         tokens.append(self._notimestamps)
         max_new = int(8 + TOKENS_PER_S * seconds)
-        # the free decode (CTranslate2, releasing the GIL) runs beside the search within the grammar
+        # the free decode (CTranslate2, releasing the GIL) runs beside the search within the grammar,
+        # and how likely its words are is scored as soon as it ends, on the core it frees
         free = self._model.model.generate(
             features, [tokens], beam_size=self.beam_size, max_length=len(tokens) + max_new,
             return_scores=True, suppress_blank=True, asynchronous=True,
         )[0]
+        words = _Beside(lambda: self._free_words(free.result(), grammar is not None, audio_enc, stamps, speech_s))
         stop = cancel.is_set if cancel is not None else None
-        sentences = self._within(grammar, audio_enc, stamps, speech_s, stop=stop) if grammar is not None else ()
-        if cancel is not None and cancel.is_set():
-            free.result()  # CTranslate2's decode cannot be stopped; it is short
-            return CANCELLED
-        if grammar is not None and also and grammar.accepts(also) and all(h.words != also for h in sentences):
-            sentences += self._within(_one_sentence(also), audio_enc, stamps, speech_s, cache=False)[:1]
-        result = free.result()
-        ids = [t for t in result.sequences_ids[0] if t < self._eot]
-        text = self._tok.decode(ids).strip()
-        text = drop_repeats(text)
-        text = cut_looping_words(text)
-        score = result.scores[0] if result.scores else -10.0
-        text_logprob = text_score = None
-        if grammar is not None and text:  # how likely Whisper's own words are, written as a sentence is
-            written = list(self._tok.encode(" " + text, add_special_tokens=False).ids)
-            text_logprob = score_segment(self._decoder, audio_enc, self._segment_prefix, written, timestamps=stamps,
-                                         end_of_text=self._eot)
-            text_score = text_logprob + length_fit(tuple(text.split()), speech_s)
-        return WhisperResult(text=text, logprob=float(score), sentences=sentences, text_logprob=text_logprob,
+        try:
+            sentences = self._within(grammar, audio_enc, stamps, speech_s, stop=stop) if grammar is not None else ()
+            if cancel is not None and cancel.is_set():
+                return CANCELLED  # CTranslate2's decode cannot be stopped; it is short (waited for below)
+            if grammar is not None and also and grammar.accepts(also) and all(h.words != also for h in sentences):
+                sentences += self._within(_one_sentence(also), audio_enc, stamps, speech_s, cache=False)[:1]
+        finally:
+            text, score, text_logprob, text_score = words.result()
+        return WhisperResult(text=text, logprob=score, sentences=sentences, text_logprob=text_logprob,
                              text_score=text_score)
+
+    def _free_words(self, result: WhisperGenerationResult, scored: bool, audio: Encoded, stamps: range,
+                    speech_s: float) -> tuple[str, float, float | None, float | None]:
+        """Whisper's own words from its free decode, their log-probability, and (``scored``) as a sentence's."""
+        ids = [t for t in result.sequences_ids[0] if t < self._eot]
+        text = cut_looping_words(drop_repeats(self._tok.decode(ids).strip()))
+        score = float(result.scores[0]) if result.scores else -10.0
+        if not scored or not text:
+            return text, score, None, None
+        # how likely Whisper's own words are, written as a sentence is
+        written = list(self._tok.encode(" " + text, add_special_tokens=False).ids)
+        text_logprob = score_segment(self._decoder, audio, self._segment_prefix, written, timestamps=stamps,
+                                     end_of_text=self._eot)
+        return text, score, text_logprob, text_logprob + length_fit(tuple(text.split()), speech_s)
 
     def _agreed(self, words: tuple[str, ...], audio: Encoded, stamps: range,
                 speech_s: float) -> WhisperResult | None:
@@ -271,3 +286,28 @@ def cut_looping_words(text: str, *, min_run: int = 2) -> str:
         if m >= min_run and norm[k : k + m] == norm[:m]:
             return " ".join(words[:k]).rstrip(",;")
     return text
+
+
+class _Beside(Generic[_T]):
+    """A call run in a thread of its own beside the caller's work; :meth:`result` joins it."""
+
+    def __init__(self, call: Callable[[], _T]) -> None:
+        """Start ``call`` now."""
+        self._call = call
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="whisper-beside", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._call()
+        except BaseException as err:  # handed to the caller in result()
+            self._error = err
+
+    def result(self) -> _T:
+        """Wait for the call; its value, or its exception raised here."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
