@@ -22,8 +22,8 @@ from ..grammar.automaton import Dfa
 class SpeechScorer(Protocol):
     """Scores one frame of audio for speech."""
 
-    def score(self, frame: Int16Array) -> float:
-        """Speech score of this frame, 0..1."""
+    def score(self, frame: Int16Array, *, playing: bool = False) -> float:
+        """Speech score of this frame, 0..1 (``playing``: the hub's voice, or its echo, may be in it)."""
         ...
 
     def reset(self) -> None:

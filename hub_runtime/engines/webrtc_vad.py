@@ -21,7 +21,7 @@ class WebRtcScorer:
         self._vad = webrtcvad.Vad(aggressiveness)
         self._recent: deque[bool] = deque(maxlen=SMOOTHING_FRAMES)
 
-    def score(self, frame: Int16Array) -> float:
+    def score(self, frame: Int16Array, *, playing: bool = False) -> float:
         """The smoothed speech ratio after this frame."""
         for i in range(0, len(frame) - WEBRTC_SUBFRAME + 1, WEBRTC_SUBFRAME):
             sub = frame[i : i + WEBRTC_SUBFRAME]

@@ -109,11 +109,15 @@ class VadStage(Stage):
         self.echo_gate = EchoGate()
         self._run_ms = 0
         self._edge_ms = 0
+        self._since_playback = ECHO_TAIL_FRAMES + 1  # frames since the speaker last played
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Score audio frames; forward everything."""
         if isinstance(frame, InputAudioFrame):
-            frame.probability = self.scorer.score(frame.audio.samples_i16)
+            played = frame.reference is not None and bool(np.any(frame.reference))
+            self._since_playback = 0 if played else self._since_playback + 1
+            frame.probability = self.scorer.score(frame.audio.samples_i16,
+                                                  playing=self._since_playback <= ECHO_TAIL_FRAMES)
             frame.speech = self.echo_gate.allows(frame.audio.samples_i16, frame.reference,
                                                  frame.probability >= self.threshold)
             await self._step(frame)

@@ -67,7 +67,7 @@ class ScriptedScorer:
     def __init__(self, scores: list[float]) -> None:
         self._scores: Iterator[float] = iter(scores)
 
-    def score(self, frame: Int16Array) -> float:
+    def score(self, frame: Int16Array, *, playing: bool = False) -> float:
         return next(self._scores)
 
     def reset(self) -> None:

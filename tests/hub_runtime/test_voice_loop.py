@@ -237,6 +237,28 @@ def test_barge_in_through_the_echo(run: Callable[..., RunResult], voice: Callabl
     assert [i["targets"] for i in _intents(result)] == [["light.kitchen"]], _story(ev)
 
 
+def test_silero_is_not_run_on_quiet_frames_in_silence(voice: Callable[..., np.ndarray]) -> None:
+    from hub_runtime.audio.synthetic import pink_noise
+    from hub_runtime.engines.silero_vad import SileroScorer
+
+    scorer = SileroScorer()
+    windows = []
+    run = scorer._vad.process_chunk
+    scorer._vad.process_chunk = lambda chunk: windows.append(chunk) or run(chunk)  # type: ignore[method-assign]
+    quiet = pink_noise(480 * 20, 15, seed=3)  # a quiet room's floor (-67 dBFS)
+    frames = [quiet[i : i + 480] for i in range(0, len(quiet), 480)]
+    utt = voice("turn on the kitchen light")
+    speech = scene([(0, utt)], len(utt) // 16 + 600, noise_rms=15)
+    probs = [scorer.score(speech[i : i + 480]) for i in range(0, len(speech) - 479, 480)]
+    assert max(probs) > 0.9  # the words are heard as ever
+    assert probs[-1] == 0.0 and 0 < len(windows) < len(probs)  # ... and after them, once settled, nothing is run
+    windows.clear()
+    assert [scorer.score(f) for f in frames] == [0.0] * len(frames) and not windows
+    # while the hub plays, a word it turned down may be that quiet: every frame is scored
+    [scorer.score(f, playing=True) for f in frames]
+    assert len(windows) == len(quiet) // 512
+
+
 def test_echo_canceller_removes_a_delayed_copy() -> None:
     from hub_runtime.audio.synthetic import pink_noise
     from hub_runtime.engines.speex_aec import SpeexEchoCanceller
