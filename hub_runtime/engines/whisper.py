@@ -167,8 +167,9 @@ class WhisperTranscriber:
             features, [tokens], beam_size=self.beam_size, max_length=len(tokens) + max_new,
             return_scores=True, suppress_blank=True, asynchronous=True,
         )[0]
-        words = _Beside(lambda: self._free_words(free.result(), grammar is not None, audio_enc, stamps, speech_s))
         stop = cancel.is_set if cancel is not None else None
+        words = _Beside(lambda: self._free_words(free.result(), grammar is not None and not (stop and stop()),
+                                                 audio_enc, stamps, speech_s))
         try:
             sentences = self._within(grammar, audio_enc, stamps, speech_s, stop=stop) if grammar is not None else ()
             if cancel is not None and cancel.is_set():
@@ -182,7 +183,11 @@ class WhisperTranscriber:
 
     def _free_words(self, result: WhisperGenerationResult, scored: bool, audio: Encoded, stamps: range,
                     speech_s: float) -> tuple[str, float, float | None, float | None]:
-        """Whisper's own words from its free decode, their log-probability, and (``scored``) as a sentence's."""
+        """Whisper's own words from its free decode, their log-probability, and (``scored``) as a sentence's.
+
+        ``scored`` is False without a grammar, or when the pass was cancelled while the decode
+        ran (no one wants the score then).
+        """
         ids = [t for t in result.sequences_ids[0] if t < self._eot]
         text = cut_looping_words(drop_repeats(self._tok.decode(ids).strip()))
         score = float(result.scores[0]) if result.scores else -10.0

@@ -80,8 +80,8 @@ def read_ct2_variables(path: Path, prefix: str = "") -> dict[str, npt.NDArray[np
 class _Layer:
     """One decoder layer, each layer norm's gain and bias folded into the linear after it.
 
-    The attention's scale is folded into the queries' weights too: a step runs fewer
-    small numpy operations (their overhead, not the arithmetic, is most of a step's time).
+    The attention's scale is folded into the queries' weights too: a step runs fewer numpy
+    operations (most of its time is the products, whose weights are read again every step).
     """
 
     qkv: tuple[F32, F32]  # weight [d, 3d] (transposed), bias
