@@ -30,8 +30,9 @@ import math
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -45,7 +46,6 @@ from .base import CANCELLED, Heard, WhisperResult
 from .whisper_decoder import Encoded, WhisperDecoder, agreement, constrained_search, score_segment
 
 _LOGGER = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from ctranslate2 import WhisperGenerationResult
@@ -102,6 +102,7 @@ class WhisperTranscriber:
         self._decoder = WhisperDecoder(Path(path) / "model.bin")
         self._grammars: dict[int, tuple[Dfa, TokenGrammar]] = {}
         self._lock = threading.Lock()  # rooms share the model; the grammars' caches grow as they are walked
+        self._beside = ThreadPoolExecutor(1, thread_name_prefix="whisper-beside")  # work beside the search
 
     def _new_token_grammar(self, dfa: Dfa) -> TokenGrammar:
         tok = self._tok
@@ -168,8 +169,8 @@ class WhisperTranscriber:
             return_scores=True, suppress_blank=True, asynchronous=True,
         )[0]
         stop = cancel.is_set if cancel is not None else None
-        words = _Beside(lambda: self._free_words(free.result(), grammar is not None and not (stop and stop()),
-                                                 audio_enc, stamps, speech_s))
+        words = self._beside.submit(lambda: self._free_words(
+            free.result(), grammar is not None and not (stop and stop()), audio_enc, stamps, speech_s))
         try:
             sentences = self._within(grammar, audio_enc, stamps, speech_s, stop=stop) if grammar is not None else ()
             if cancel is not None and cancel.is_set():
@@ -291,28 +292,3 @@ def cut_looping_words(text: str, *, min_run: int = 2) -> str:
         if m >= min_run and norm[k : k + m] == norm[:m]:
             return " ".join(words[:k]).rstrip(",;")
     return text
-
-
-class _Beside(Generic[_T]):
-    """A call run in a thread of its own beside the caller's work; :meth:`result` joins it."""
-
-    def __init__(self, call: Callable[[], _T]) -> None:
-        """Start ``call`` now."""
-        self._call = call
-        self._value: _T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="whisper-beside", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._call()
-        except BaseException as err:  # handed to the caller in result()
-            self._error = err
-
-    def result(self) -> _T:
-        """Wait for the call; its value, or its exception raised here."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[return-value]
