@@ -19,12 +19,14 @@ meaning has less than ``MIN_SHARE`` of the likeliest sentences' probability (oth
 another intent, target or value; the same sentence with words left out does not count),
 when the opposite action on the same targets is within ``OPPOSITE_NATS``, when it is a
 bare name (a command cut short: "coffee maker [off]"), when Whisper's own words leave its
-polarity open ("and pause": unpause?), are a question where the sentence is
-not, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
+polarity open ("and pause": unpause?) or say the other way ("off" for its "up"),
+are a question where the sentence is not, are a request of their own for another
+action, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
 ``open``) and is understood as text; pocketsphinx's words never decide alone, but the
 sentence they make counts more, and wins when it is Whisper's with words more. Social
 small talk ("thank you very much") is no candidate when Whisper's own words are a request
-of another kind: the unprompted search fits other voices in the room to it.
+of another kind, or when the grammar costs more for it than ``SOCIAL_MAX_FORCED``: the
+unprompted search fits other voices in the room to it.
 
 Words said over the hub's voice are decoded within its stop phrases and a listener's
 backchannels too ("stop", "okay"), besides the commands. Speech over the hub too short to
@@ -45,6 +47,7 @@ import math
 import random
 import threading
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -70,7 +73,7 @@ from ..grammar.automaton import FUNCTION_WORDS, Dfa, tokenize
 from ..grammar.pronounce import syllables
 from ..grammar.sample import sample_sentences
 from ..pipeline import Direction, Stage
-from ..protocol import TIMER_INTENTS
+from ..protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from ..settings import AsrSettings
 from ..smalltalk import ANSWERS, is_local
 from ..text import is_question
@@ -84,6 +87,7 @@ PREROLL_MS: Final = 300  # audio kept from before speech_start
 # suppressor has removed most of the hub's own voice from what comes before the onset
 OVERLAP_PREROLL_MS: Final = 600
 MAX_FORCED: Final = 10.0  # nats the grammar may cost against Whisper's own tokens (more: not a home sentence)
+SOCIAL_MAX_FORCED: Final = 6.0  # ... for social small talk: more is other voices fitted to it
 MAX_LIKELIER: Final = 8.0  # nats by which Whisper's own words may be likelier than the sentence (more: not one)
 MIN_SHARE: Final = 0.9  # the best sentence's meaning, among the likeliest sentences: less is unsure, ask first
 AGREEMENT_NATS: Final = 2.0  # the sentence pocketsphinx heard too counts this much more
@@ -99,6 +103,12 @@ OPPOSITES: Final = frozenset(frozenset(pair) for pair in (
 FREE_SLOTS: Final = frozenset({"message", "item", "search_query", "media_class"})
 # Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
 # these, such a word leaves the polarity open.
+# Words that say which way an action goes; Whisper's own words saying one way and the sentence
+# the other is the worst mistake snapping makes (a word both ways, as "on" in "pause the music
+# on the tv", says nothing).
+POLARITY_WORDS: Final = (
+    frozenset("on up open raise unlock resume unpause unmute start increase brighten louder".split()),
+    frozenset("off down close shut lower lock pause mute stop decrease dim quieter".split()))
 UN_STEMS: Final = frozenset({"mute", "pause", "lock"})
 UN_SOUNDS: Final = frozenset("un a an and en in um uh ann anne".split())
 UN_PREFIXES: Final = frozenset("a an en in em um ah".split())  # fused: "amute", "enlock"
@@ -491,8 +501,11 @@ class AsrStage(Stage):
         # Social small talk ("thank you very much", "see you soon") is what the search fits other
         # voices in the room to (a TV, people talking): when Whisper's own words, which follow
         # the speaker the prompt is about, are a request of another kind, it does not count.
+        # Nor does small talk the grammar cost much more for than a command may cost: said to the
+        # hub, Whisper's own words are close to it ("Thanks a lot." for "thank you very much").
         command = free_meaning is not None and not _social(free_meaning)
-        ranked = sorted((h for h in candidates if not (command and _social(meaning_of[h.words]))),
+        ranked = sorted((h for h in candidates
+                         if not (_social(meaning_of[h.words]) and (command or h.forced > SOCIAL_MAX_FORCED))),
                         key=lambda h: -score(h))
         if ranked and ranked[0].words != grammar_words and _within(ranked[0].words, grammar_words):
             # Whisper skips words it is unsure of; pocketsphinx must account for all the speech:
@@ -518,7 +531,9 @@ class AsrStage(Stage):
         unsure = (share < MIN_SHARE or opposed
                   or self._bare_name(top.words, meaning)
                   or _polarity_unclear(heard)
+                  or _against(heard, top.words)
                   or _asks(heard, result.text, top.words)
+                  or (command and _other_action(meaning, free_meaning))
                   or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
         return top.words, share, unsure
 
@@ -580,6 +595,17 @@ def _social(meaning: tuple[object, ...] | None) -> bool:
             and meaning[0] not in ANSWERS)
 
 
+def _other_action(meaning: tuple[object, ...] | None, heard: tuple[object, ...] | None) -> bool:
+    """Whether the sentence changes the home in a way Whisper's own words, a request too, do not ask for.
+
+    "turn off the office fan" heard by Whisper as "Turn off the office." (a command of its
+    own) is not "turn up the office ten" (the grammar's likeliest); a question instead of
+    another question changes nothing, and the same intent on other targets is words left out.
+    """
+    return (meaning is not None and heard is not None and meaning[0] != heard[0]
+            and str(meaning[0]) not in READ_ONLY_INTENTS and not _social(meaning))
+
+
 def _opposite(a: tuple[object, ...] | None, b: tuple[object, ...] | None) -> bool:
     """Whether two meanings are opposite actions on the same targets ("turn fans on", "turn fans off").
 
@@ -602,6 +628,19 @@ def _asks(heard: list[str], text: str, words: tuple[str, ...]) -> bool:
     split = (not text.rstrip().endswith("?") and bool(heard) and bool(words)
              and words[0] != heard[0] and words[0].startswith(heard[0]))
     return not split
+
+
+def _polarity(words: Iterable[str]) -> int:
+    """+1 when the words only say "on" ("turn up", "open", "resume"), -1 when only "off", else 0."""
+    said = set(words)
+    up, down = bool(said & POLARITY_WORDS[0]), bool(said & POLARITY_WORDS[1])
+    return int(up) - int(down)
+
+
+def _against(heard: list[str], words: tuple[str, ...]) -> bool:
+    """Whisper's own words say one way ("Turn off the office 10.") and the sentence the other ("turn up ...")."""
+    mine = _polarity(heard)
+    return mine != 0 and _polarity(words) == -mine
 
 
 def _polarity_unclear(heard: list[str]) -> bool:

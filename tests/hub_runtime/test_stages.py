@@ -765,6 +765,21 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     # ... but small talk stands when Whisper's own words are no request ("Largu.") or small talk too
     ("Largu.", [("thank you very much", -3.0, 2.0)], ("grammar", "thank you very much", False), "", None),
     ("Thanks a lot.", [("thank you very much", -3.0, 2.0)], ("grammar", "thank you very much", False), "", None),
+    # ... and not when the grammar costs more for it than small talk said to the hub does
+    ("So that more. That more.", [("thank you so much", -18.0, 8.7)], ("open", "So that more. That more.", False),
+     "", None),
+    # Whisper's own words go one way, the sentence the other ("off" against "up"): ask first
+    ("Turn off the kitchen light 10.", [("turn up the kitchen light", -3.0, 3.0)],
+     ("grammar", "turn up the kitchen light", True), "", None),
+    # ... a word both ways says nothing ("on" in "the light on the porch")
+    ("Turn off the light on the porch.", [("turn off the porch light", -3.0, 2.0)],
+     ("grammar", "turn off the porch light", False), "", None),
+    # Whisper's own words are another request than the sentence's action: ask first
+    ("Turn off the kitchen light.", [("set the kitchen light to ten percent", -3.0, 3.0)],
+     ("grammar", "set the kitchen light to ten percent", True), "", None),
+    # ... but a question for another question changes nothing
+    ("What's the time.", [("what's the kitchen temperature", -3.0, 3.0)],
+     ("grammar", "what's the kitchen temperature", False), "", None),
 ])
 def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tuple[str, float, float]],
                                                decided: tuple[str, str, bool], pocketsphinx: str,
