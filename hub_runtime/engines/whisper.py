@@ -150,7 +150,7 @@ class WhisperTranscriber:
         audio_enc = self._decoder.encode(np.asarray(features)[0].astype(np.float32))
         stamps = range(self._timestamp_begin, self._timestamp_begin + window * 50 + 1)
         if grammar is not None and also and grammar.accepts(also):
-            agreed = self._agreed(also, audio_enc, stamps, speech_s)
+            agreed = self._agreed(also, audio_enc, stamps, speech_s, self.token_grammar(grammar))
             if agreed is not None:
                 return agreed
         tokens: list[int] = []
@@ -200,13 +200,19 @@ class WhisperTranscriber:
                                      end_of_text=self._eot)
         return text, score, text_logprob, text_logprob + length_fit(tuple(text.split()), speech_s)
 
-    def _agreed(self, words: tuple[str, ...], audio: Encoded, stamps: range,
-                speech_s: float) -> WhisperResult | None:
-        """``words`` as the result, if Whisper's own choice is that sentence, token by token, by a margin."""
+    def _agreed(self, words: tuple[str, ...], audio: Encoded, stamps: range, speech_s: float,
+                grammar: TokenGrammar) -> WhisperResult | None:
+        """``words`` as the result, if Whisper's own choice is that sentence, token by token, by a margin.
+
+        Inside the sentence, only a reading of the grammar's is a rival ("leaving" for
+        "living" in "turn off the living room lamp" is no sentence): what others cost
+        Whisper is bounded by ``AGREED_MAX_FORCED``. The first token (a question or a
+        command) and the end (more words) take every reading as a rival.
+        """
         text = write(words)
         tokens = list(self._tok.encode(text, add_special_tokens=False).ids)
         found = agreement(self._decoder, audio, self._segment_prefix, tokens, timestamps=stamps,
-                          spelling=self._spelling)
+                          spelling=self._spelling, rival=_grammar_rivals(grammar, tokens))
         _LOGGER.debug("whisper on %r: forced %.2f, margin %.2f", text, found.forced, found.margin)
         if found.forced > AGREED_MAX_FORCED or found.margin < AGREED_MIN_MARGIN:
             return None
@@ -239,6 +245,23 @@ class WhisperTranscriber:
             if hyp.words and hyp.words not in out and len(out) < NBEST:
                 out[hyp.words] = Heard(hyp.words, hyp.score, hyp.forced, hyp.logprob)
         return tuple(out.values())
+
+
+def _grammar_rivals(grammar: TokenGrammar, tokens: list[int]) -> Callable[[int, int], bool]:
+    """Whether a token, in place of ``tokens[row]``, goes on a sentence of the grammar (as the search writes them).
+
+    When the written tokens are not a path of the grammar, every token is a rival.
+    """
+    allowed = []
+    path = grammar.advance(grammar.start(), grammar.timestamp) if grammar.timestamp is not None else grammar.start()
+    for token in tokens:
+        allowed.append(grammar.allowed(path) if path else None)
+        path = grammar.advance(path, token) if path else path
+
+    def rival(row: int, token: int) -> bool:
+        here = allowed[row]
+        return here is None or token in here.tokens or (here.any_text and grammar.is_text(token))
+    return rival
 
 
 def _one_sentence(words: tuple[str, ...]) -> Dfa:

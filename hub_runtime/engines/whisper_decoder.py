@@ -463,13 +463,17 @@ class Agreement:
 
 
 def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int], *,
-              timestamps: range, spelling: Callable[[int], str], rivals: int = 4) -> Agreement:
+              timestamps: range, spelling: Callable[[int], str], rivals: int = 4,
+              rival: Callable[[int, int], bool] | None = None) -> Agreement:
     """Whether Whisper's own choice, token by token, is this text, and by how much (one pass, not a search).
 
     At each token, what writes the same letters from there on (``spelling``: a token's
     letters, digits and symbols, lower case) counts as the text: " Christmas" for " christ"
     "mas", "-" for " minute" after " 62". After the text, the end (a timestamp, or a mark
     that writes no letters) must beat every token that writes some: else Whisper heard more.
+    ``rival(row, token)`` False: that token, inside the text (not its first token, not its
+    end), reads as no other sentence (not one of the grammar's): it is no rival for the
+    margin, only what it costs counts (``forced``).
     """
     seg = _segment(decoder, audio, prefix, tokens, timestamps)
     letters = [spelling(t) for t in tokens]
@@ -484,10 +488,11 @@ def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens
             logprob += mine
         else:  # after the text, a timestamp is its end
             mine, other = stamp, -math.inf
+        inside = 0 < row < len(tokens)
         for t in np.argpartition(-common, rivals)[:rivals].tolist():
             if rest.startswith(spelling(t)):
                 mine = max(mine, float(common[t]))
-            else:
+            elif not inside or rival is None or rival(row, t):
                 other = max(other, float(common[t]))
         forced += max(0.0, float(seg.best[row]) - mine)
         margin = min(margin, mine - other)
