@@ -113,16 +113,30 @@ class WhisperTranscriber:
         """The grammar as this model's tokens (made once per automaton; the last few are kept)."""
         entry = self._grammars.get(id(dfa))
         if entry is None or entry[0] is not dfa:
-            grammar = self._new_token_grammar(dfa)
-            while len(self._grammars) >= 4:
-                self._grammars.pop(next(iter(self._grammars)))
-            entry = self._grammars[id(dfa)] = (dfa, grammar)
+            return self._keep(dfa, self._new_token_grammar(dfa))
         return entry[1]
 
+    def _keep(self, dfa: Dfa, grammar: TokenGrammar) -> TokenGrammar:
+        while len(self._grammars) >= 4:
+            self._grammars.pop(next(iter(self._grammars)))
+        self._grammars[id(dfa)] = (dfa, grammar)
+        return grammar
+
     def prepare(self, dfa: Dfa) -> None:
-        """Make the grammar's tokens for decoding within ``dfa`` now (slow: a worker thread), not on first use."""
+        """Make the grammar's tokens for decoding within ``dfa`` now (slow: a worker thread), not on first use.
+
+        Built outside the lock (~250 ms): another room's pass does not wait for it. A pass
+        within ``dfa`` meanwhile builds what it walks of its own.
+        """
         with self._lock:
-            self.token_grammar(dfa).warm()
+            entry = self._grammars.get(id(dfa))
+            if entry is not None and entry[0] is dfa:
+                entry[1].warm()  # already walked by passes: only the rest is built
+                return
+        grammar = self._new_token_grammar(dfa)
+        grammar.warm()
+        with self._lock:
+            self._keep(dfa, grammar)
 
     def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "", *, grammar: Dfa | None = None,
                    speech_s: float = 0.0, also: tuple[str, ...] = (),

@@ -201,3 +201,33 @@ def test_another_recognisers_sentence_is_taken_at_once_only_when_whisper_would_w
     assert result.agreed is agreed, result
     assert result.sentences[0].words == tuple(top.split()), result
 
+
+def test_a_grammar_is_prepared_without_holding_up_passes(whisper: WhisperTranscriber,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another room's pass runs while a new home's grammar is built (~250 ms per automaton)."""
+    import threading
+
+    from hub_runtime.grammar.tokens import TokenGrammar
+
+    building, release = threading.Event(), threading.Event()
+    warm = TokenGrammar.warm
+
+    def slow_warm(self: TokenGrammar) -> None:
+        building.set()
+        release.wait(10)
+        warm(self)
+
+    monkeypatch.setattr(TokenGrammar, "warm", slow_warm)
+    dfa = _chain("turn on the porch light")
+    builder = threading.Thread(target=whisper.prepare, args=(dfa,))
+    builder.start()
+    try:
+        assert building.wait(10)
+        free = whisper._lock.acquire(timeout=5)  # what a pass takes first
+        if free:
+            whisper._lock.release()
+    finally:
+        release.set()
+        builder.join()
+    assert free
+    assert whisper.token_grammar(dfa)._roots  # built, and kept for the passes
