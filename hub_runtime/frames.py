@@ -18,9 +18,12 @@ in one place (``events.py``); what the hub is doing is derived from them by one 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .audio.format import AudioChunk, Int16Array
 
@@ -68,6 +71,11 @@ class InputAudioFrame(SystemFrame):
     speech: bool = False
     probability: float = 0.0
     reference: Int16Array | None = None
+
+    @functools.cached_property
+    def played(self) -> bool:
+        """Whether the speaker played anything in this tick (asked by the VAD and the ASR)."""
+        return self.reference is not None and bool(np.any(self.reference))
 
 
 @dataclass

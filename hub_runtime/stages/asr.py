@@ -320,7 +320,7 @@ class AsrStage(Stage):
         decoder = self._decoder
         assert decoder is not None
         samples = frame.audio.samples_i16
-        played = frame.reference is not None and bool(np.any(frame.reference))
+        played = frame.played
         if not decoder.is_open:
             self._preroll.append((samples, played, frame.speech))
             return

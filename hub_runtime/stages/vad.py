@@ -114,8 +114,7 @@ class VadStage(Stage):
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Score audio frames; forward everything."""
         if isinstance(frame, InputAudioFrame):
-            played = frame.reference is not None and bool(np.any(frame.reference))
-            self._since_playback = 0 if played else self._since_playback + 1
+            self._since_playback = 0 if frame.played else self._since_playback + 1
             frame.probability = self.scorer.score(frame.audio.samples_i16,
                                                   playing=self._since_playback <= ECHO_TAIL_FRAMES)
             frame.speech = self.echo_gate.allows(frame.audio.samples_i16, frame.reference,
