@@ -144,6 +144,11 @@ def report(c: dict[str, Any], o: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def _kept(engines: Engines) -> tuple[int, int]:
+    """The replies the voice played from what it kept, and those it made (``CachedSynth``)."""
+    return getattr(engines.synth, "hits", 0), getattr(engines.synth, "misses", 0)
+
+
 async def main(n: int | None, runs: int) -> None:
     settings = Settings()
     shared = await Engines.load(settings, llm=False)
@@ -151,7 +156,10 @@ async def main(n: int | None, runs: int) -> None:
     try:
         for run in range(runs):
             print(f"run {run + 1}/{runs}: each turn's events, ms after the true end of the words")
+            before = _kept(shared)
             figures.append(report(await commands(settings, shared, n), await overlaps(settings, shared)))
+            hits, misses = (a - b for a, b in zip(_kept(shared), before, strict=True))
+            print(f"replies the voice had kept (said before, in this run or an earlier one): {hits}/{hits + misses}")
     finally:
         await shared.close()
     if runs > 1:

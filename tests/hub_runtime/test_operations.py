@@ -20,7 +20,7 @@ from hub_runtime import protocol as p
 from hub_runtime.agent import Agent
 from hub_runtime.audio.devices import DeviceError
 from hub_runtime.audio.format import Int16Array
-from hub_runtime.engines import Engines, FallbackSynth
+from hub_runtime.engines import CachedSynth, Engines, FallbackSynth
 from hub_runtime.engines.espeak import EspeakSynth
 from hub_runtime.events import EventLog
 from hub_runtime.health import Health, sd_notify
@@ -394,6 +394,35 @@ def test_the_fallback_voice_takes_over_the_rest_and_the_first_is_tried_again() -
     primary.good = 5
     assert [s for s, _ in synth.sentences("Back. Fine.")] == ["Back.", "Fine."]
     assert primary.calls == 2 and synth.degraded is None
+
+
+def test_a_reply_said_again_is_played_from_what_was_kept() -> None:
+    primary = BrokenVoice(good=5)
+    synth = CachedSynth(primary, max_bytes=2 * 320)
+    first = list(synth.sentences("Turned on the light. Done."))
+    again = list(synth.sentences("Turned on the light. Done."))
+    assert primary.calls == 1 and (synth.hits, synth.misses) == (1, 1)
+    assert [s for s, _ in again] == [s for s, _ in first] and all(
+        np.array_equal(a, b) for (_s, a), (_t, b) in zip(first, again, strict=True))
+    # a reply cut short (a barge-in stops the voice between sentences) is not kept
+    cut = synth.sentences("Closing. Opening.")
+    next(cut)
+    cut.close()
+    list(synth.sentences("Closing. Opening."))
+    assert primary.calls == 3
+    # the oldest goes when what is kept passes max_bytes (two replies of 320 bytes here)
+    list(synth.sentences("Bye."))
+    list(synth.sentences("Turned on the light. Done."))
+    assert primary.calls == 5
+
+
+def test_a_reply_in_the_fallback_voice_is_not_kept() -> None:
+    primary = BrokenVoice(good=0)
+    synth = CachedSynth(FallbackSynth(primary, EspeakSynth(), retry_s=60, now=FakeTime()))
+    list(synth.sentences("It is ten."))
+    assert synth.degraded == "voice failed: onnxruntime: bad model"
+    list(synth.sentences("It is ten."))
+    assert synth.misses == 2 and synth.hits == 0
 
 
 def test_a_hub_whose_voice_fails_still_answers_and_says_it_is_degraded(engines: Engines,
