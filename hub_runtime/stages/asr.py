@@ -101,14 +101,14 @@ OPPOSITES: Final = frozenset(frozenset(pair) for pair in (
     ("HassVacuumStart", "HassVacuumReturnToBase"), ("HassLawnMowerStartMowing", "HassLawnMowerDock")))
 # slots of free text: their spelling is not a different action ("apple" or "apples" on the list)
 FREE_SLOTS: Final = frozenset({"message", "item", "search_query", "media_class"})
-# Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
-# these, such a word leaves the polarity open.
 # Words that say which way an action goes; Whisper's own words saying one way and the sentence
 # the other is the worst mistake snapping makes (a word both ways, as "on" in "pause the music
 # on the tv", says nothing).
 POLARITY_WORDS: Final = (
     frozenset("on up open raise unlock resume unpause unmute start increase brighten louder".split()),
     frozenset("off down close shut lower lock pause mute stop decrease dim quieter".split()))
+# Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
+# these, such a word leaves the polarity open.
 UN_STEMS: Final = frozenset({"mute", "pause", "lock"})
 UN_SOUNDS: Final = frozenset("un a an and en in um uh ann anne".split())
 UN_PREFIXES: Final = frozenset("a an en in em um ah".split())  # fused: "amute", "enlock"
