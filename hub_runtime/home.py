@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import jinja2
+import jinja2.meta
 
 from .catalog import Catalog, Entity
 from .grammar import HomeGrammar
@@ -41,6 +43,9 @@ RESPOND: Final = {
                  "pause media, or ask about the weather, the time and your home."),
     "creator": "I was made by the Duplex Hub project, with Home Assistant's voice work.",
 }
+
+
+_OTHER_THAN_DOMAIN: Final = re.compile(r"\bstate\b(?!\.domain\b)")  # a template reading more of the target
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class Home:
         self.catalog = catalog
         self.responses: dict[str, Any] = grammar.document.get("responses", {})
         self._env = jinja2.Environment(autoescape=False, undefined=jinja2.ChainableUndefined)
+        self._fixed: list[str] | None = None  # fixed_replies(), made once
         self._env.globals.update(state_attr=self._state_attr, is_state=self._is_state, states=self._states)
         self._handlers: dict[str, Callable[[Intent, list[Entity]], None]] = {
             "HassTurnOn": lambda i, ts: self._switch(ts, on=True),
@@ -266,6 +272,33 @@ class Home:
     def _error(self, key: str, args: dict[str, Any]) -> str:
         errors = self.responses.get("errors", {})
         return self.render(errors.get(key) or errors.get("handle_error", "Sorry, that did not work"), args)
+
+    def fixed_replies(self) -> list[str]:
+        """The replies that depend on nothing said and on no state (for the voice to make ahead).
+
+        A template without variables ("Opening", "Timer paused", an error without names),
+        and one whose only variable is the target's domain ("Turned on the light"), for each
+        domain of the home. Rendered as :meth:`handle` renders them.
+        """
+        if self._fixed is not None:
+            return self._fixed
+        templates = [t for name, body in self.responses.get("intents", {}).items() if name != "HassRespond"
+                     for t in body.values()]  # the hub answers HassRespond as itself (``RESPOND``)
+        templates += [*RESPOND.values(), *self.responses.get("errors", {}).values()]
+        domains = sorted({e.domain for e in self.catalog})
+        out: dict[str, None] = {}
+        for template in map(str, templates):
+            try:
+                names = jinja2.meta.find_undeclared_variables(self._env.parse(template))
+            except jinja2.TemplateError:
+                continue
+            if not names:
+                out[self.render(template, {})] = None
+            elif names == {"state"} and not _OTHER_THAN_DOMAIN.search(template):
+                for domain in domains:
+                    out[self.render(template, {"state": _Obj(domain=domain)})] = None
+        self._fixed = [text for text in out if text and "None" not in text.split()]
+        return self._fixed
 
     def render(self, template: str, variables: dict[str, Any]) -> str:
         """A response template rendered, white space normalised ("Done" if it fails)."""

@@ -25,7 +25,7 @@ from .arbitration import Arbiter
 from .audio.format import AudioChunk, Int16Array
 from .audio.synthetic import EchoRoom
 from .catalog import Catalog
-from .engines import Engines, make_echo_canceller, make_scorer, make_wake_word
+from .engines import CachedSynth, Engines, make_echo_canceller, make_scorer, make_wake_word
 from .events import EventObserver, EventSink
 from .frames import (
     BotStoppedSpeakingFrame,
@@ -52,7 +52,7 @@ from .stages.vad import VadStage
 from .stages.wake import WakeWordStage
 from .status import IDLE, LISTENING, DialogueTracker
 from .timers import Timer, TimerChange, Timers, announcement
-from .understanding import Recognized, Reply, Understanding
+from .understanding import Recognized, Reply, Understanding, fixed_replies
 
 if TYPE_CHECKING:
     from .http import HttpServer
@@ -75,6 +75,7 @@ class DialogueLoop:
         self.settings = settings
         self.agent = agent
         self.clock = clock
+        self.voice = engines.synth
         frame_ms = settings.frame_ms
         self.tracker = DialogueTracker(clock, events)
         self.timers = Timers(now_ms=clock.now_ms, area=settings.site_area, on_change=self._timer_changed)
@@ -110,12 +111,23 @@ class DialogueLoop:
         self._volume = settings.tts.volume
 
     async def start(self) -> None:
-        """Start every stage."""
+        """Start every stage; the voice makes the home's fixed replies while the loop is idle."""
         await self.pipeline.start()
+        await self._make_replies_ahead()
 
     async def stop(self) -> None:
         """Stop every stage and await its tasks."""
+        if isinstance(self.voice, CachedSynth):
+            self.voice.forget(self._idle)
         await self.pipeline.stop()
+
+    async def _make_replies_ahead(self) -> None:
+        if isinstance(self.voice, CachedSynth):
+            self.voice.make_ahead(await asyncio.to_thread(fixed_replies, self.agent), self._idle)
+
+    def _idle(self) -> bool:
+        """Whether the loop is idle: no one speaking, no reply (asked from the voice's worker thread)."""
+        return self.tracker.state == IDLE
 
     def tick(self, mic: Int16Array, t_ms: int, room: EchoRoom | None = None
              ) -> tuple[Int16Array, Int16Array]:
@@ -228,6 +240,7 @@ class DialogueLoop:
         rebuilt = await self.agent.set_catalog(catalog, self.settings)
         if rebuilt:
             await self.asr.reload()
+            await self._make_replies_ahead()
         return rebuilt
 
     async def ask(self, text: str, *, delegate: bool, conversation: str | None = None,

@@ -42,7 +42,7 @@ from .llm.check import NOT_SURE
 from .nlu import Intent, words_to_digits
 from .protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from .settings import Settings
-from .smalltalk import ANSWERS, SmallTalk, is_local
+from .smalltalk import ANSWERS, REPLIES, SmallTalk, is_local
 from .text import STOP_PHRASES, is_backchannel, is_question
 from .timers import Timer, TimerError, Timers
 
@@ -91,6 +91,17 @@ _DOMAIN_WORDS: Final[dict[str, frozenset[str]]] = {
     "switch": frozenset("switch plug outlet power".split()),
     "valve": frozenset("valve water sprinkler".split()),
 }
+
+
+def fixed_replies(agent: Agent) -> list[str]:
+    """What the hub may say that depends on nothing said: its own replies, then the home's fixed ones.
+
+    The voice makes them ahead (:meth:`~.engines.CachedSynth.make_ahead`), so that the first
+    time one is said is as fast as every later time. Most said first.
+    """
+    own = [NOT_HEARD, NO_INTENT_RESPONSE, CANNOT, WHICH_ROOM, DECLINED, NOT_SURE, BUSY]
+    social = [text for texts in REPLIES.values() for text in texts]
+    return list(dict.fromkeys([*own, *agent.model.home.fixed_replies(), *social]))
 
 
 def _stem(word: str) -> str:

@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..audio.format import Int16Array
 from .base import EchoCanceller, EngineError, LlmEngine, SpeechScorer, Synth, Transcriber, WakeWordDetector
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 _LOGGER = logging.getLogger(__name__)
+
+AHEAD_POLL_S: Final = 0.05  # how often the voice looks whether the rooms are idle again, to make replies ahead
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Engines:
         engine, self.llm = self.llm, None
         if engine is not None:
             await engine.close()
+        if isinstance(self.synth, CachedSynth):
+            await asyncio.to_thread(self.synth.close)
 
 
 class _Silent:
@@ -87,7 +91,11 @@ class CachedSynth:
     Home Assistant's replies are few and short, and a home says the same few many times a
     day; synthesising one costs ~70 ms before its first audio and ~0.1 s of CPU. The last
     replies, up to ``max_bytes`` of audio, are kept whole (one that was cut short, or said
-    with the fallback voice, is not).
+    with the fallback voice, is not). The replies that depend on nothing said are made ahead
+    (:meth:`make_ahead`), in a worker thread, while every room is idle.
+
+    The voice makes one sentence at a time (espeak-ng's phonemizer, under Piper, is not
+    thread-safe): a reply waits for at most one sentence made ahead.
     """
 
     def __init__(self, synth: Synth, *, max_bytes: int = 16 << 20) -> None:
@@ -97,7 +105,14 @@ class CachedSynth:
         self._kept: OrderedDict[str, list[tuple[str, Int16Array]]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()  # rooms share the voice
+        self._voice = threading.Lock()  # held while the voice makes a sentence
         self.hits = self.misses = 0
+        self._ahead: list[str] = []  # replies to make ahead, next first
+        self._idle: list[Callable[[], bool]] = []  # whether each room is idle (make ahead only then)
+        self._speaking = 0  # replies being made for a room now
+        self._wake = threading.Event()  # the worker has something to look at
+        self._closed = False
+        self._worker: threading.Thread | None = None
 
     @property
     def degraded(self) -> str | None:
@@ -113,17 +128,101 @@ class CachedSynth:
                 self.hits += 1
             else:
                 self.misses += 1
+                self._speaking += 1
         if kept is not None:
             yield from kept
             return
+        try:
+            made: list[tuple[str, Int16Array]] = []
+            for sentence, audio in self._made(text):
+                made.append((sentence, _frozen(audio)))
+                yield sentence, audio
+            if self.degraded is None and made:
+                self._keep(text, made)
+        finally:
+            with self._lock:
+                self._speaking -= 1
+            self._wake.set()
+
+    def _made(self, text: str) -> Iterator[tuple[str, Int16Array]]:
+        """The voice's sentences, each made under the voice's lock."""
+        inner = iter(self.synth.sentences(text))
+        while True:
+            with self._voice:
+                item = next(inner, None)
+            if item is None:
+                return
+            yield item
+
+    def keeps(self, text: str) -> bool:
+        """Whether this reply is kept (played at once when said)."""
+        with self._lock:
+            return text in self._kept
+
+    def make_ahead(self, texts: list[str], idle: Callable[[], bool]) -> None:
+        """Make these replies now, in a worker thread, whenever no room is busy (``idle`` is one room's).
+
+        Replies already kept are skipped; a reply a room needs meanwhile goes first.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            if idle not in self._idle:
+                self._idle.append(idle)
+            self._ahead = list(dict.fromkeys([*self._ahead, *(t for t in texts if t and t not in self._kept)]))
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="voice-ahead", daemon=True)
+                self._worker.start()
+        self._wake.set()
+
+    def forget(self, idle: Callable[[], bool]) -> None:
+        """A room stopped: its idleness no longer counts."""
+        with self._lock:
+            if idle in self._idle:
+                self._idle.remove(idle)
+
+    def close(self) -> None:
+        """Stop making replies ahead (what is kept stays)."""
+        with self._lock:
+            self._closed = True
+            worker, self._worker = self._worker, None
+        self._wake.set()
+        if worker is not None:
+            worker.join()
+
+    def _free(self) -> bool:
+        with self._lock:
+            return not self._speaking and all(idle() for idle in self._idle)
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                text = self._ahead[0] if self._ahead else None
+            if text is None or not self._free():  # nothing to make, or a room is listening or speaking
+                self._wake.wait(None if text is None else AHEAD_POLL_S)
+                self._wake.clear()
+                continue
+            self._make_ahead(text)
+
+    def _make_ahead(self, text: str) -> None:
         made: list[tuple[str, Int16Array]] = []
-        for sentence, audio in self.synth.sentences(text):
-            kept_audio = audio.copy()
-            kept_audio.setflags(write=False)  # shared by every time it is said again
-            made.append((sentence, kept_audio))
-            yield sentence, audio
-        if self.degraded is None and made:
-            self._keep(text, made)
+        try:
+            for sentence, audio in self._made(text):
+                made.append((sentence, _frozen(audio)))
+                while not self._free():  # a room needs the machine: wait between sentences
+                    if self._closed:
+                        return
+                    time.sleep(AHEAD_POLL_S)
+        except Exception as err:  # the voice failed: the reply is made when it is said
+            _LOGGER.warning("could not make %r ahead: %s", text, err)
+        else:
+            if self.degraded is None and made:
+                self._keep(text, made)
+        with self._lock:
+            if self._ahead and self._ahead[0] == text:
+                self._ahead.pop(0)
 
     def _keep(self, text: str, made: list[tuple[str, Int16Array]]) -> None:
         size = sum(audio.nbytes for _sentence, audio in made)
@@ -137,6 +236,13 @@ class CachedSynth:
             while self._bytes > self.max_bytes:
                 _old, dropped = self._kept.popitem(last=False)
                 self._bytes -= sum(audio.nbytes for _sentence, audio in dropped)
+
+
+def _frozen(audio: Int16Array) -> Int16Array:
+    """A read-only copy: kept audio is shared by every time it is said again."""
+    kept = audio.copy()
+    kept.setflags(write=False)
+    return kept
 
 
 class FallbackSynth:

@@ -7,6 +7,7 @@ import contextlib
 import os
 import socket
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -28,6 +29,7 @@ from hub_runtime.metrics import Metrics
 from hub_runtime.runner import live_frames, run_live, running_loop
 from hub_runtime.settings import HttpSettings, Settings, SettingsError, parse
 from hub_runtime.text import split_sentences
+from hub_runtime.understanding import fixed_replies
 
 from .http_helpers import CHUNK, served, wait_for
 
@@ -414,6 +416,74 @@ def test_a_reply_said_again_is_played_from_what_was_kept() -> None:
     list(synth.sentences("Bye."))
     list(synth.sentences("Turned on the light. Done."))
     assert primary.calls == 5
+
+
+class CountingVoice:
+    """Says every sentence as 160 samples; counts the replies it made (from any thread)."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def sentences(self, text: str) -> Iterator[tuple[str, Int16Array]]:
+        self.said.append(text)
+        for sentence in split_sentences(text):
+            yield sentence, np.ones(160, np.int16)
+
+
+def test_replies_are_made_ahead_only_while_every_room_is_idle() -> None:
+    voice = CountingVoice()
+    synth = CachedSynth(voice)
+    asked = threading.Semaphore(0)
+    busy = threading.Event()
+    busy.set()
+
+    def idle() -> bool:
+        asked.release()
+        return not busy.is_set()
+
+    try:
+        synth.make_ahead(["Opening", "Closing", "Opening", ""], idle)
+        assert asked.acquire(timeout=20) and asked.acquire(timeout=20)  # it looked twice: the room was busy
+        assert voice.said == []
+        busy.clear()
+        for _ in range(1000):  # up to 20 s on a loaded machine
+            if synth.keeps("Opening") and synth.keeps("Closing"):
+                break
+            threading.Event().wait(0.02)
+        assert voice.said == ["Opening", "Closing"]  # each once, none empty
+        assert [s for s, _ in synth.sentences("Closing")] == ["Closing"]
+        assert (synth.hits, synth.misses, voice.said) == (1, 0, ["Opening", "Closing"])
+        synth.make_ahead(["Closing"], idle)  # kept already: not made again
+        synth.forget(idle)
+    finally:
+        synth.close()
+    assert voice.said == ["Opening", "Closing"]
+
+
+def test_a_started_hub_makes_its_fixed_replies_ahead(engines: Engines, settings: Settings, agent: Agent) -> None:
+    voice = CountingVoice()
+    own = Engines(whisper=engines.whisper, synth=CachedSynth(voice))
+
+    async def go() -> None:
+        async with running_loop(settings, EventLog(), realtime=False, mqtt=False, engines=own, agent=agent):
+            async with asyncio.timeout(20):
+                while not own.synth.keeps("Turned on the light"):  # noqa: ASYNC110 - made in a worker thread
+                    await asyncio.sleep(0.02)
+        await own.close()
+
+    asyncio.run(go())
+    assert voice.said[0] == "Sorry, I didn't catch that." and "Turned on the light" in voice.said
+
+
+def test_the_fixed_replies_are_those_that_depend_on_nothing_said(agent: Agent) -> None:
+    replies = fixed_replies(agent)
+    assert replies[:2] == ["Sorry, I didn't catch that.", "Sorry, I couldn't understand that"]
+    # the target's domain only: one for each domain of the home
+    assert {"Turned on the light", "Turned off the fan", "Opening", "Timer paused"} <= set(replies)
+    assert "Turned on the lawn mower" not in replies  # no mower in this home
+    assert not [r for r in replies if "None" in r or "{" in r or "Added" in r]  # nothing with a slot
+    assert "Hello from Home Assistant." not in replies  # the hub answers as itself
+    assert "You're welcome." in replies
 
 
 def test_a_reply_in_the_fallback_voice_is_not_kept() -> None:
