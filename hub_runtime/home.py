@@ -10,6 +10,7 @@ not entities: :mod:`.timers` handles them.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -86,7 +87,6 @@ class Home:
         self.catalog = catalog
         self.responses: dict[str, Any] = grammar.document.get("responses", {})
         self._env = jinja2.Environment(autoescape=False, undefined=jinja2.ChainableUndefined)
-        self._fixed: list[str] | None = None  # fixed_replies(), made once
         self._env.globals.update(state_attr=self._state_attr, is_state=self._is_state, states=self._states)
         self._handlers: dict[str, Callable[[Intent, list[Entity]], None]] = {
             "HassTurnOn": lambda i, ts: self._switch(ts, on=True),
@@ -280,25 +280,10 @@ class Home:
         and one whose only variable is the target's domain ("Turned on the light"), for each
         domain of the home. Rendered as :meth:`handle` renders them.
         """
-        if self._fixed is not None:
-            return self._fixed
         templates = [t for name, body in self.responses.get("intents", {}).items() if name != "HassRespond"
                      for t in body.values()]  # the hub answers HassRespond as itself (``RESPOND``)
         templates += [*RESPOND.values(), *self.responses.get("errors", {}).values()]
-        domains = sorted({e.domain for e in self.catalog})
-        out: dict[str, None] = {}
-        for template in map(str, templates):
-            try:
-                names = jinja2.meta.find_undeclared_variables(self._env.parse(template))
-            except jinja2.TemplateError:
-                continue
-            if not names:
-                out[self.render(template, {})] = None
-            elif names == {"state"} and not _OTHER_THAN_DOMAIN.search(template):
-                for domain in domains:
-                    out[self.render(template, {"state": _Obj(domain=domain)})] = None
-        self._fixed = [text for text in out if text and "None" not in text.split()]
-        return self._fixed
+        return list(_fixed_texts(tuple(map(str, templates)), tuple(sorted({e.domain for e in self.catalog}))))
 
     def render(self, template: str, variables: dict[str, Any]) -> str:
         """A response template rendered, white space normalised ("Done" if it fails)."""
@@ -339,3 +324,20 @@ def _count(todo: Entity) -> None:
     """A to-do list's state is the number of items still to do (as Home Assistant's)."""
     items = todo.attributes.get("items", [])
     todo.state = str(sum(1 for i in items if i.get("status") != "completed"))
+
+
+@functools.lru_cache(maxsize=8)  # the same templates for every version of the home (~100 ms to render)
+def _fixed_texts(templates: tuple[str, ...], domains: tuple[str, ...]) -> tuple[str, ...]:
+    env = jinja2.Environment(autoescape=False, undefined=jinja2.ChainableUndefined)
+    out: dict[str, None] = {}
+    for template in templates:
+        try:
+            names = jinja2.meta.find_undeclared_variables(env.parse(template))
+            if not names:
+                out[" ".join(env.from_string(template).render().split())] = None
+            elif names == {"state"} and not _OTHER_THAN_DOMAIN.search(template):
+                for domain in domains:
+                    out[" ".join(env.from_string(template).render(state=_Obj(domain=domain)).split())] = None
+        except jinja2.TemplateError:
+            continue
+    return tuple(text for text in out if text and "None" not in text.split())
