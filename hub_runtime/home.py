@@ -292,7 +292,12 @@ class Home:
         except (jinja2.TemplateError, TypeError, ValueError, KeyError) as err:
             _LOGGER.warning("response template failed: %s", err)
             return "Done"
-        return " ".join(text.split())
+        return _spoken(text)
+
+
+def _spoken(text: str) -> str:
+    """A rendered reply with its white space normalised (templates span lines)."""
+    return " ".join(text.split())
 
 
 def _set_state(targets: list[Entity], state: str) -> None:
@@ -334,10 +339,11 @@ def _fixed_texts(templates: tuple[str, ...], domains: tuple[str, ...]) -> tuple[
         try:
             names = jinja2.meta.find_undeclared_variables(env.parse(template))
             if not names:
-                out[" ".join(env.from_string(template).render().split())] = None
+                out[_spoken(env.from_string(template).render())] = None
             elif names == {"state"} and not _OTHER_THAN_DOMAIN.search(template):
+                compiled = env.from_string(template)
                 for domain in domains:
-                    out[" ".join(env.from_string(template).render(state=_Obj(domain=domain)).split())] = None
+                    out[_spoken(compiled.render(state=_Obj(domain=domain)))] = None
         except jinja2.TemplateError:
             continue
     return tuple(text for text in out if text and "None" not in text.split())
