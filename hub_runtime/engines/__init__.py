@@ -111,7 +111,7 @@ class CachedSynth:
         self._idle: list[Callable[[], bool]] = []  # whether each room is idle (make ahead only then)
         self._speaking = 0  # replies being made for a room now
         self._wake = threading.Event()  # the worker has something to look at
-        self._closed = False
+        self._stop = threading.Event()  # the worker is to stop (set by close)
         self._worker: threading.Thread | None = None
 
     @property
@@ -162,16 +162,17 @@ class CachedSynth:
     def make_ahead(self, texts: list[str], idle: Callable[[], bool]) -> None:
         """Make these replies now, in a worker thread, whenever no room is busy (``idle`` is one room's).
 
-        Replies already kept are skipped; a reply a room needs meanwhile goes first.
+        Replies already kept are skipped; a reply a room needs meanwhile goes first. After
+        :meth:`close`, a new worker starts.
         """
         with self._lock:
-            if self._closed:
-                return
             if idle not in self._idle:
                 self._idle.append(idle)
             self._ahead = list(dict.fromkeys([*self._ahead, *(t for t in texts if t and t not in self._kept)]))
             if self._worker is None:
-                self._worker = threading.Thread(target=self._work, name="voice-ahead", daemon=True)
+                self._stop = threading.Event()
+                self._worker = threading.Thread(target=self._work, args=(self._stop,), name="voice-ahead",
+                                                daemon=True)
                 self._worker.start()
         self._wake.set()
 
@@ -182,10 +183,11 @@ class CachedSynth:
                 self._idle.remove(idle)
 
     def close(self) -> None:
-        """Stop making replies ahead (what is kept stays)."""
+        """Stop making replies ahead and forget those not made yet (what is kept stays; the voice still speaks)."""
         with self._lock:
-            self._closed = True
             worker, self._worker = self._worker, None
+            self._ahead.clear()
+            self._stop.set()
         self._wake.set()
         if worker is not None:
             worker.join()
@@ -194,27 +196,26 @@ class CachedSynth:
         with self._lock:
             return not self._speaking and all(idle() for idle in self._idle)
 
-    def _work(self) -> None:
+    def _work(self, stop: threading.Event) -> None:
         while True:
             with self._lock:
-                if self._closed:
+                if stop.is_set():
                     return
                 text = self._ahead[0] if self._ahead else None
             if text is None or not self._free():  # nothing to make, or a room is listening or speaking
                 self._wake.wait(None if text is None else AHEAD_POLL_S)
                 self._wake.clear()
                 continue
-            self._make_ahead(text)
+            self._make_ahead(text, stop)
 
-    def _make_ahead(self, text: str) -> None:
+    def _make_ahead(self, text: str, stop: threading.Event) -> None:
         made: list[tuple[str, Int16Array]] = []
         try:
             for sentence, audio in self._made(text):
                 made.append((sentence, _frozen(audio)))
                 while not self._free():  # a room needs the machine: wait between sentences
-                    if self._closed:
+                    if stop.wait(AHEAD_POLL_S):
                         return
-                    time.sleep(AHEAD_POLL_S)
         except Exception as err:  # the voice failed: the reply is made when it is said
             _LOGGER.warning("could not make %r ahead: %s", text, err)
         else:

@@ -458,6 +458,16 @@ def test_replies_are_made_ahead_only_while_every_room_is_idle() -> None:
     finally:
         synth.close()
     assert voice.said == ["Opening", "Closing"]
+    # closed, it still speaks, and makes replies ahead again when asked (engines are shared)
+    synth.make_ahead(["Done"], idle)
+    try:
+        for _ in range(1000):  # up to 20 s on a loaded machine
+            if synth.keeps("Done"):
+                break
+            threading.Event().wait(0.02)
+    finally:
+        synth.close()
+    assert voice.said == ["Opening", "Closing", "Done"]
 
 
 def test_a_started_hub_makes_its_fixed_replies_ahead(engines: Engines, settings: Settings, agent: Agent) -> None:
@@ -473,6 +483,28 @@ def test_a_started_hub_makes_its_fixed_replies_ahead(engines: Engines, settings:
 
     asyncio.run(go())
     assert voice.said[0] == "Sorry, I didn't catch that." and "Turned on the light" in voice.said
+
+
+def test_piper_makes_a_reply_ahead_that_is_then_played_from_what_it_kept(engines: Engines) -> None:
+    synth = engines.synth
+    assert isinstance(synth, CachedSynth)
+    text = "Okay, I will wait for you in the hall."  # said by no test: not kept yet
+
+    def idle() -> bool:
+        return True
+
+    synth.make_ahead([text], idle)
+    try:
+        for _ in range(1000):  # up to 20 s on a loaded machine
+            if synth.keeps(text):
+                break
+            threading.Event().wait(0.02)
+        hits = synth.hits
+        said = list(synth.sentences(text))
+    finally:
+        synth.forget(idle)
+    assert synth.hits == hits + 1
+    assert sum(audio.size for _s, audio in said) > 16000 // 2  # Piper's voice: over half a second of speech
 
 
 def test_the_fixed_replies_are_those_that_depend_on_nothing_said(agent: Agent) -> None:
