@@ -133,26 +133,25 @@ class CachedSynth:
             yield from kept
             return
         try:
-            made: list[tuple[str, Int16Array]] = []
-            for sentence, audio in self._made(text):
-                made.append((sentence, _frozen(audio)))
-                yield sentence, audio
-            if self.degraded is None and made:
-                self._keep(text, made)
+            yield from self._made(text)
         finally:
             with self._lock:
                 self._speaking -= 1
             self._wake.set()
 
     def _made(self, text: str) -> Iterator[tuple[str, Int16Array]]:
-        """The voice's sentences, each made under the voice's lock."""
+        """The voice's sentences, each made under the voice's lock; the reply is kept once made whole."""
         inner = iter(self.synth.sentences(text))
+        made: list[tuple[str, Int16Array]] = []
         while True:
             with self._voice:
                 item = next(inner, None)
             if item is None:
-                return
+                break
+            made.append((item[0], _frozen(item[1])))
             yield item
+        if self.degraded is None and made:
+            self._keep(text, made)
 
     def keeps(self, text: str) -> bool:
         """Whether this reply is kept (played at once when said)."""
@@ -209,18 +208,13 @@ class CachedSynth:
             self._make_ahead(text, stop)
 
     def _make_ahead(self, text: str, stop: threading.Event) -> None:
-        made: list[tuple[str, Int16Array]] = []
         try:
-            for sentence, audio in self._made(text):
-                made.append((sentence, _frozen(audio)))
+            for _item in self._made(text):
                 while not self._free():  # a room needs the machine: wait between sentences
                     if stop.wait(AHEAD_POLL_S):
                         return
         except Exception as err:  # the voice failed: the reply is made when it is said
             _LOGGER.warning("could not make %r ahead: %s", text, err)
-        else:
-            if self.degraded is None and made:
-                self._keep(text, made)
         with self._lock:
             if self._ahead and self._ahead[0] == text:
                 self._ahead.pop(0)
