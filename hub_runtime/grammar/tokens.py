@@ -17,6 +17,7 @@ sentence never starts with free text ("{timer_name} timer status"): any speech w
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
@@ -79,6 +80,7 @@ class TokenGrammar:
         self._decode = decode
         self.end_of_text = end_of_text
         self._nodes: list[_Node] = []
+        self._building = threading.Lock()  # tries are built under it, and published whole
         self._roots: dict[int, int] = {}
         self._end_marks = {self._single(mark): mark for mark in SENTENCE_ENDS}
         self._comma = self._single(",")
@@ -95,16 +97,21 @@ class TokenGrammar:
     def _root(self, state: int) -> int:
         root = self._roots.get(state)
         if root is None:
-            root = self._roots[state] = self._new_node()
-            for words, dst, written in self._spellings(state):
-                for text in written:
-                    tokens = self._tokens(text)
-                    self._add_path(root, tokens, (words, dst, False))
-                    if dst in self.dfa.accepting:
-                        for mark in SENTENCE_ENDS:  # merged with the mark that ends the sentence
-                            merged = self._tokens(text + mark)
-                            if merged != [*tokens, *self._tokens(mark)]:
-                                self._add_path(root, merged, (words, dst, True))
+            # a pass's search and its check of Whisper's own words walk the grammar from two threads
+            with self._building:
+                root = self._roots.get(state)
+                if root is None:
+                    root = self._new_node()
+                    for words, dst, written in self._spellings(state):
+                        for text in written:
+                            tokens = self._tokens(text)
+                            self._add_path(root, tokens, (words, dst, False))
+                            if dst in self.dfa.accepting:
+                                for mark in SENTENCE_ENDS:  # merged with the mark that ends the sentence
+                                    merged = self._tokens(text + mark)
+                                    if merged != [*tokens, *self._tokens(mark)]:
+                                        self._add_path(root, merged, (words, dst, True))
+                    self._roots[state] = root  # published whole
         return root
 
     def _add_path(self, root: int, tokens: list[int], end: tuple[tuple[str, ...], int, bool]) -> None:

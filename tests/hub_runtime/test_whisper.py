@@ -198,8 +198,25 @@ def test_another_recognisers_sentence_is_taken_at_once_only_when_whisper_would_w
     assert grammar.accepts(also.split())
     result = whisper.transcribe(_audio(text, voice), grammar=grammar, speech_s=len(speak(text, voice)) / RATE,
                                 also=tuple(also.split()))
-    assert result.agreed is agreed, result
+    assert (result.agreed and result.sentences[0].words == tuple(also.split())) is agreed, result
     assert result.sentences[0].words == tuple(top.split()), result
+
+
+@pytest.mark.parametrize(("text", "voice", "agreed"), [
+    # Whisper's own words are a sentence of the grammar, its choice token by token: taken, the search stopped
+    ("turn off the office fan", "piper", True),
+    ("close the garage door", "en-gb", True),
+    # its own words ("Open the bedroom blind.") are a sentence, but not by a margin over "blinds": searched
+    ("open the bedroom blinds", "piper", False),
+])
+def test_whisper_s_own_words_are_taken_at_once_when_they_are_a_sentence_it_agrees_with(
+        whisper: WhisperTranscriber, agent: Agent, text: str, voice: str, agreed: bool) -> None:
+    result = whisper.transcribe(_audio(text, voice), "Turn on the light.", grammar=agent.model.grammar.spoken_dfa(),
+                                speech_s=len(speak(text, voice)) / RATE)
+    assert result.agreed is agreed, result
+    assert result.sentences[0].words == tuple(text.split()), result
+    if agreed:
+        assert len(result.sentences) == 1 and result.text == write(tuple(text.split())).strip() + "."
 
 
 def test_a_grammar_is_prepared_without_holding_up_passes(whisper: WhisperTranscriber,
