@@ -101,17 +101,21 @@ class TokenGrammar:
             with self._building:
                 root = self._roots.get(state)
                 if root is None:
-                    root = self._new_node()
-                    for words, dst, written in self._spellings(state):
-                        for text in written:
-                            tokens = self._tokens(text)
-                            self._add_path(root, tokens, (words, dst, False))
-                            if dst in self.dfa.accepting:
-                                for mark in SENTENCE_ENDS:  # merged with the mark that ends the sentence
-                                    merged = self._tokens(text + mark)
-                                    if merged != [*tokens, *self._tokens(mark)]:
-                                        self._add_path(root, merged, (words, dst, True))
-                    self._roots[state] = root  # published whole
+                    root = self._roots[state] = self._build_root(state)  # published whole
+        return root
+
+    def _build_root(self, state: int) -> int:
+        """The trie of the words that may follow ``state``, as Whisper writes them."""
+        root = self._new_node()
+        for words, dst, written in self._spellings(state):
+            for text in written:
+                tokens = self._tokens(text)
+                self._add_path(root, tokens, (words, dst, False))
+                if dst in self.dfa.accepting:
+                    for mark in SENTENCE_ENDS:  # merged with the mark that ends the sentence
+                        merged = self._tokens(text + mark)
+                        if merged != [*tokens, *self._tokens(mark)]:
+                            self._add_path(root, merged, (words, dst, True))
         return root
 
     def _add_path(self, root: int, tokens: list[int], end: tuple[tuple[str, ...], int, bool]) -> None:
