@@ -70,13 +70,16 @@ class Transcriber(Protocol):
 
     def transcribe(self, audio: npt.NDArray[np.float32], prompt: str = "", *, grammar: Dfa | None = None,
                    speech_s: float = 0.0, also: tuple[str, ...] = (),
+                   rivals: Callable[[tuple[str, ...]], Iterable[tuple[str, ...]]] | None = None,
                    cancel: threading.Event | None = None) -> WhisperResult:
         """Transcribe float32 audio at the loop's rate with an optional initial prompt.
 
         With ``grammar``, also decode within its sentences; ``speech_s`` (how long the
         person spoke) lets the length of a sentence count; ``also`` is a sentence of the
-        grammar to score as well (another recogniser's). Once ``cancel`` is set, the pass
-        may end early with whatever it has (a speculative pass that speech made stale).
+        grammar to score as well (another recogniser's); ``rivals(best)``: sentences to
+        score as well against the likeliest one, whatever the search found. Once ``cancel``
+        is set, the pass may end early with whatever it has (a speculative pass that speech
+        made stale).
         """
         ...
 

@@ -294,7 +294,7 @@ def constrained_search(decoder: WhisperDecoder, audio: Encoded, grammar: TokenGr
                        beam: int = 6, first_beam: int = 16, wide_steps: int = 3, max_tokens: int = 40,
                        fit: Callable[[tuple[str, ...]], float] | None = None,
                        bound: Callable[[tuple[str, ...]], float] | None = None,
-                       timestamps: range = range(0),
+                       timestamps: range = range(0), slack: float = 0.0,
                        stop: Callable[[], bool] | None = None) -> list[Hypothesis]:
     """Beam search over the sentences of ``grammar``: the finished ones, best first.
 
@@ -356,9 +356,9 @@ def constrained_search(decoder: WhisperDecoder, audio: Encoded, grammar: TokenGr
                 rows.append(row)
         finished.sort(key=lambda h: -h.score)
         if finished and bound is not None:
-            keep = [i for i, h in enumerate(nxt) if h.logprob + bound(h.path[0][1]) > finished[0].score]
+            keep = [i for i, h in enumerate(nxt) if h.logprob + bound(h.path[0][1]) > finished[0].score - slack]
             nxt, rows = [nxt[i] for i in keep], [rows[i] for i in keep]
-        if not nxt or (finished and finished[0].score >= max(h.logprob for h in nxt)):
+        if not nxt or (finished and finished[0].score - slack >= max(h.logprob for h in nxt)):
             break
         live = nxt
         tokens = np.array([[h.tokens[-1]] for h in live], dtype=np.intp)

@@ -219,6 +219,29 @@ def test_whisper_s_own_words_are_taken_at_once_when_they_are_a_sentence_it_agree
         assert len(result.sentences) == 1 and result.text == write(tuple(text.split())).strip() + "."
 
 
+def test_rival_sentences_are_scored_against_the_best_whatever_the_search_found(
+        whisper: WhisperTranscriber, agent: Agent) -> None:
+    """The opposite one syllable away ("unmute" for "mute") gets a score, behind the sentence said."""
+    from hub_runtime.stages.asr import _un_sentences
+
+    dfa = agent.model.grammar.spoken_dfa()
+    asked: list[tuple[str, ...]] = []
+
+    def rivals(best: tuple[str, ...]) -> list[tuple[str, ...]]:
+        asked.append(best)
+        return [*_un_sentences(best), ("no", "such", "sentence")]
+
+    text = "mute the music"
+    result = whisper.transcribe(_audio(text), "Turn on the light.", grammar=dfa,
+                                speech_s=len(speak(text, "piper")) / RATE, rivals=rivals)
+    scored = {h.words: h.score for h in result.sentences}
+    said, opposite = tuple(text.split()), ("unmute", *text.split()[1:])
+    assert asked == [said] and result.sentences[0].words == said, result
+    assert scored[opposite] < scored[said] - 1.0, result
+    assert ("no", "such", "sentence") not in scored  # not a sentence of the grammar: not scored
+    assert [h.score for h in result.sentences] == sorted(scored.values(), reverse=True)
+
+
 def test_a_grammar_is_prepared_without_holding_up_passes(whisper: WhisperTranscriber,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Another room's pass runs while a new home's grammar is built (~250 ms per automaton)."""
