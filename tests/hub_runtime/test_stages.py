@@ -723,9 +723,12 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
                           ("stop the movie", -8.39, 4.4), ("stop the mower", -9.47, 4.5)],
      ("grammar", "stop the music", True), "", None),
     # the opposite one weak syllable away ("unmute") is the worst mistake noise makes: ask further off
-    ("Mute the music.", [("mute the music", -5.0, 1.0), ("unmute the music", -11.0, 3.0)],
+    ("Meet the music.", [("mute the music", -5.0, 1.0), ("unmute the music", -11.0, 3.0)],
      ("grammar", "mute the music", True), "", None),
-    ("Mute the music.", [("mute the music", -5.0, 1.0), ("unmute the music", -14.0, 3.0)],
+    ("Meet the music.", [("mute the music", -5.0, 1.0), ("unmute the music", -14.0, 3.0)],
+     ("grammar", "mute the music", False), "", None),
+    # ... unless Whisper's own words are the sentence: its free decode wrote the polarity itself
+    ("Mute the music.", [("mute the music", -5.0, 1.0), ("unmute the music", -11.0, 3.0)],
      ("grammar", "mute the music", False), "", None),
     # another spelling of free text is not another action
     ("Add milk to my shopping list.", [("add milk to my shopping list", -4.0, 0.0),
