@@ -303,7 +303,8 @@ def constrained_search(decoder: WhisperDecoder, audio: Encoded, grammar: TokenGr
     text and paths without have a beam each: free text always looks likely token by token
     (it is what Whisper would write anyway), and would otherwise push the grammar's own
     sentences out before they end. Log-probabilities only fall as a path grows, so the search
-    stops once a finished sentence beats every open path.
+    stops once a finished sentence beats every open path by ``slack`` (the runners-up within
+    ``slack`` of the best are found too).
 
     The first ``wide_steps`` steps keep ``first_beam`` paths: the first word is where the
     grammar and Whisper's own guess part most ("Add" where it would write "And"), and a

@@ -219,6 +219,29 @@ def test_whisper_s_own_words_are_taken_at_once_when_they_are_a_sentence_it_agree
         assert len(result.sentences) == 1 and result.text == write(tuple(text.split())).strip() + "."
 
 
+def test_the_search_goes_on_for_the_runners_up_within_its_slack(whisper: WhisperTranscriber, agent: Agent) -> None:
+    """Stopping at the best sentence misses a rival a hair behind it: the slack finds those within it."""
+    from hub_runtime.engines.whisper_decoder import constrained_search
+
+    text = "could you turn on the bedroom light"
+    audio, speech_s = _audio(text), len(speak(text, "piper")) / RATE
+    window = 3
+    _features, encoded = whisper._encode(audio, window)
+    stamps = range(whisper._timestamp_begin, whisper._timestamp_begin + window * 50 + 1)
+    grammar = whisper.token_grammar(agent.model.grammar.spoken_dfa())
+
+    def search(slack: float) -> list[tuple[tuple[str, ...], float]]:
+        found = constrained_search(whisper._decoder, encoded, grammar, whisper._segment_prefix, timestamps=stamps,
+                                   fit=lambda words: length_fit(words, speech_s),
+                                   bound=lambda words: length_fit(words, speech_s, longer_only=True), slack=slack)
+        return [(h.words, h.score) for h in found]
+
+    tight, wide = search(0.0), search(4.0)
+    assert tight[0][0] == wide[0][0] and {w for w, _s in tight} <= {w for w, _s in wide}
+    more = [(words, score) for words, score in wide if words not in {w for w, _s in tight}]
+    assert any(score >= wide[0][1] - 4.0 for _words, score in more), (tight, wide)
+
+
 def test_rival_sentences_are_scored_against_the_best_whatever_the_search_found(
         whisper: WhisperTranscriber, agent: Agent) -> None:
     """The opposite one syllable away ("unmute" for "mute") gets a score, behind the sentence said."""
