@@ -47,7 +47,7 @@ from ..grammar.pronounce import syllables
 from ..grammar.tokens import TokenGrammar, write
 from ..text import split_sentences
 from .base import CANCELLED, Heard, WhisperResult
-from .whisper_decoder import Encoded, WhisperDecoder, agreement, constrained_search, score_segment
+from .whisper_decoder import Agreement, Encoded, WhisperDecoder, agreement, constrained_search, score_segment
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -272,11 +272,9 @@ class WhisperTranscriber:
             if words in found or not grammar.dfa.accepts(words):
                 continue
             found.add(words)
-            tokens = list(self._tok.encode(write(words), add_special_tokens=False).ids)
-            scored = agreement(self._decoder, audio, self._segment_prefix, tokens, timestamps=stamps,
-                               spelling=self._spelling, rival=_grammar_rivals(grammar, tokens))
-            _LOGGER.debug("rival %r: %.2f (best %.2f)", " ".join(words), scored.logprob, result.sentences[0].logprob)
-            more.append(Heard(words, scored.logprob + length_fit(words, speech_s), scored.forced, scored.logprob))
+            heard, _agreement = self._score(words, audio, stamps, speech_s, grammar)
+            _LOGGER.debug("rival %r: %.2f (best %.2f)", " ".join(words), heard.logprob, result.sentences[0].logprob)
+            more.append(heard)
         if not more:
             return result
         sentences = tuple(sorted((*result.sentences, *more), key=lambda h: -h.score))
@@ -291,16 +289,21 @@ class WhisperTranscriber:
         Whisper is bounded by ``AGREED_MAX_FORCED``. The first token (a question or a
         command) and the end (more words) take every reading as a rival.
         """
+        heard, found = self._score(words, audio, stamps, speech_s, grammar)
         text = write(words)
-        tokens = list(self._tok.encode(text, add_special_tokens=False).ids)
-        found = agreement(self._decoder, audio, self._segment_prefix, tokens, timestamps=stamps,
-                          spelling=self._spelling, rival=_grammar_rivals(grammar, tokens))
         _LOGGER.debug("whisper on %r: forced %.2f, margin %.2f", text, found.forced, found.margin)
         if found.forced > AGREED_MAX_FORCED or found.margin < AGREED_MIN_MARGIN:
             return None
-        heard = Heard(words, found.logprob + length_fit(words, speech_s), found.forced, found.logprob)
         return WhisperResult(text=text.strip() + ".", logprob=found.logprob, sentences=(heard,),
                              text_logprob=found.logprob, text_score=heard.score, agreed=True)
+
+    def _score(self, words: tuple[str, ...], audio: Encoded, stamps: range, speech_s: float,
+               grammar: TokenGrammar) -> tuple[Heard, Agreement]:
+        """One sentence of the grammar scored in one pass as the search scores them, and how Whisper agrees."""
+        tokens = list(self._tok.encode(write(words), add_special_tokens=False).ids)
+        found = agreement(self._decoder, audio, self._segment_prefix, tokens, timestamps=stamps,
+                          spelling=self._spelling, rival=_grammar_rivals(grammar, tokens))
+        return Heard(words, found.logprob + length_fit(words, speech_s), found.forced, found.logprob), found
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one transcriber per process
     def _spelling(self, token: int) -> str:
