@@ -31,6 +31,7 @@ _LOGGER = logging.getLogger(__name__)
 
 HERE: Final = "\u2063here"  # the placeholder room for sentences that need the hub's own
 CUSTOM_SENTENCE_KEY: Final = "hass_custom_sentence"  # as Home Assistant's default agent
+_ONE_HALF_RE: Final = re.compile(r"\bone half\b", re.IGNORECASE)
 _UNITS: Final = {w: i for i, w in enumerate(_ONES)}
 _TENS_MAP: Final = {w: i * 10 for i, w in enumerate(_TENS) if w != "_"}
 _SPACE_RE: Final = re.compile(r"\s+")
@@ -77,7 +78,11 @@ SHOPPING_LIST: Final = "shopping list"
 
 
 def words_to_digits(text: str) -> str:
-    """Turn spelled numbers into digits: "set it to fifty five percent" -> "... 55 percent"."""
+    """Turn spelled numbers into digits: "set it to fifty five percent" -> "... 55 percent".
+
+    "one half" is written "1/2", as Home Assistant's timer sentences take it.
+    """
+    text = _ONE_HALF_RE.sub("1/2", text)
     out: list[str] = []
     total: int | None = None
     current = 0

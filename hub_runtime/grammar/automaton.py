@@ -22,6 +22,7 @@ EPS: Final = ""
 WILDCARD: Final = "*"  # the word for free text (a template's wildcard) in automata that keep them
 STRING_SET_CAP: Final = 512  # largest local expansion of pure-text alternatives
 _WORD_RE: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)*")
+_HALF_RE: Final = re.compile(r"(?<![\d/])1/2(?![\d/])")
 
 
 _ONES: Final = (
@@ -53,6 +54,7 @@ def tokenize(text: str) -> list[str]:
     """Split text into the recogniser's words: lower case, digits and symbols spelled out."""
     text = text.lower().replace("’", "'")
     text = text.replace("%", " percent ").replace("°", " degrees ").replace("-", " ")
+    text = _HALF_RE.sub(" one half ", text)  # Home Assistant's timers take "1/2" ("3 and 1/2 minutes")
     text = re.sub(r"\d+", lambda m: " " + number_words(int(m.group())) + " ", text)
     return _WORD_RE.findall(text)
 

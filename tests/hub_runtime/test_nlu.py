@@ -131,6 +131,17 @@ def test_numbers_round_trip() -> None:
     assert tokenize("Lamp 2 at 50%") == ["lamp", "two", "at", "fifty", "percent"]
 
 
+def test_a_half_in_a_timer_is_said_one_half_and_understood(agent: Agent) -> None:
+    """Home Assistant's timers take "3 and 1/2 minutes": the spoken grammar says "one half", not "one two"."""
+    assert tokenize("3 and 1/2 minutes") == ["three", "and", "one", "half", "minutes"]
+    spoken = "timer for three and one half minutes".split()
+    assert agent.model.grammar.is_complete(spoken)
+    assert not agent.model.grammar.is_complete("timer for three and one two minutes".split())
+    intent = agent.recognize(" ".join(spoken))
+    assert intent is not None and intent.name == "HassStartTimer"
+    assert intent.slots == {"minutes": 3, "seconds": 30}
+
+
 def test_generated_pronunciations() -> None:
     assert ipa_to_arpabet("zˈɪɡbiː") == ["Z", "IH", "G", "B", "IY"]
     assert ipa_to_arpabet("tʃˈeɪndʒ") == ["CH", "EY", "N", "JH"]
