@@ -22,7 +22,7 @@ from typing import Any, Final
 import hassil
 
 from .catalog import Catalog, Entity
-from .grammar import HomeGrammar
+from .grammar import SKIP_PREFIXES, SKIP_SUFFIXES, HomeGrammar
 from .grammar.automaton import _ONES, _TENS, NUMBER_WORDS
 from .protocol import IntentData
 from .smalltalk import is_local
@@ -168,7 +168,10 @@ class Nlu:
         """Match against this grammar; resolve targets in this catalog."""
         self.grammar = grammar
         self.catalog = catalog
-        self._skip_words = list(grammar.document.get("skip_words", []))
+        # Home Assistant's, and the ones the recognisers' grammar lets a sentence start or end
+        # with: "hey, turn on the kitchen light" is heard, so it must be understood
+        self._skip_words = list(dict.fromkeys([*grammar.document.get("skip_words", []), *SKIP_PREFIXES,
+                                               *SKIP_SUFFIXES]))
 
     def recognize(self, text: str) -> Intent | None:
         """The best intent for the text, or None when it is not a home command."""

@@ -24,7 +24,7 @@ INTENTS: Final[dict[str, Any]] = {
         "many thanks", "cheers", "much appreciated", "(great|nice|good) job", "well done", "(perfect|awesome|great)",
     ]}]},
     "DuplexHubHowAreYou": {"data": [{"sentences": [
-        "how are you [doing] [today|tonight|this (morning|afternoon|evening)]", "how (is|'s) it going",
+        "how are you [doing] [today|tonight|this (morning|afternoon|evening)]", "(how is|how's) it going",
         "how are things", "how do you do", "are you (ok|okay|alright|all right)", "how have you been",
         "what's up", "whats up", "what is up",
     ]}]},
@@ -36,7 +36,7 @@ INTENTS: Final[dict[str, Any]] = {
         "(goodbye|good bye|bye|bye bye)", "see you [later|soon|tomorrow]", "talk to you later",
     ]}]},
     "DuplexHubWhoAreYou": {"data": [{"sentences": [
-        "who are you", "what (is|'s) your name", "whats your name", "what are you", "introduce yourself",
+        "who are you", "(what is|what's) your name", "whats your name", "what are you", "introduce yourself",
     ]}]},
     "DuplexHubHelp": {"data": [{"sentences": [
         "what can you do", "what (do|can) you (know|understand)", "help [me]", "how (do|does) this work",

@@ -253,17 +253,29 @@ class TemplateCompiler:
 
     def _build_sequence(self, items: list[Any], src: int) -> int:
         cur = src
-        run: frozenset[str] | None = None
+        run: frozenset[str] | None = None  # the pure-text items not added yet, expanded
+        head: frozenset[str] | None = None  # ... all but the last of them
+        last: frozenset[str] | None = None  # ... the last
         for item in items:
             sub = self._strings(item)
             if sub is not None and (run is None or len(run) * len(sub) <= STRING_SET_CAP):
-                run = sub if run is None else frozenset(a + b for a in run for b in sub)
+                head, last = run, sub
+                run = sub if run is None else _concat(run, sub)
+                continue
+            if (sub is not None and last is not None and _glued(sub)
+                    and len(last) * len(sub) <= STRING_SET_CAP):
+                # a word's ending after too many strings ("... (room|area|floor)[s]"): the word
+                # it ends stays with it ("rooms", not "room s")
+                if head is not None:
+                    cur = self._add_strings(head, cur)
+                run = last = _concat(last, sub)
+                head = None
                 continue
             if run is not None:
                 cur = self._add_strings(run, cur)
-                run = None
+                run = head = last = None
             if sub is not None:
-                run = sub
+                run = last = sub
                 continue
             cur = self._build(item, cur)
         if run is not None:
@@ -284,6 +296,15 @@ class TemplateCompiler:
                 except _Dead:
                     continue
         return end
+
+
+def _concat(left: frozenset[str], right: frozenset[str]) -> frozenset[str]:
+    return frozenset(a + b for a in left for b in right)
+
+
+def _glued(strings: frozenset[str]) -> bool:
+    """Whether text goes on the word before it ("s" in "room[s]"), not a word of its own."""
+    return any(text and not text[0].isspace() for text in strings)
 
 
 class Dfa:
