@@ -24,7 +24,8 @@ polarity open ("and pause": unpause?) or say the other way ("off" for its "up"),
 are a question where the sentence is not, are a request of their own for another
 action, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
 ``open``) and is understood as text; pocketsphinx's words never decide alone, but the
-sentence they make counts more, and wins when it is Whisper's with words more. Social
+sentence they make counts more, and wins when it is Whisper's with words more; the sentence
+Whisper's own free words are counts as much more (not against the opposite action). Social
 small talk ("thank you very much") is no candidate when Whisper's own words are a request
 of another kind, or when the grammar costs more for it than ``SOCIAL_MAX_FORCED``: the
 unprompted search fits other voices in the room to it.
@@ -488,18 +489,26 @@ class AsrStage(Stage):
         """The grammar's sentence to take, how sure (its share among the likeliest), and whether to ask first.
 
         The sentence the grammar tier (pocketsphinx) heard counts ``AGREEMENT_NATS`` more: two
-        recognisers agree on it. ``known``: the utterance's meanings so far (added to).
+        recognisers agree on it. So does the sentence Whisper's own free words are, word for word
+        (its free decode wrote "Pause 36 seconds timer." and the search found "twenty six seconds
+        timer" 0.7 nats likelier; "Delete batteries on the Chores List." and "... magazine ...");
+        but not against the opposite action: the free decode hears "mute" for "unmute" in noise.
+        ``known``: the utterance's meanings so far (added to).
         """
         _LOGGER.debug("whisper heard %r (%s); within the grammar: %s; pocketsphinx: %r", result.text,
                       result.text_logprob, [(" ".join(h.words), round(h.score, 2), round(h.forced, 2))
                                             for h in result.sentences], " ".join(grammar_words))
+        free = tuple(tokenize(result.text))  # Whisper's own words
+
         def score(h: Heard) -> float:
-            return h.score + AGREEMENT_NATS * (h.words == grammar_words)
+            return h.score + AGREEMENT_NATS * ((h.words == grammar_words) + (h.words == free))
+
+        def opposite_score(h: Heard) -> float:  # the opposite action is weighed on the search's scores alone
+            return score(h) - AGREEMENT_NATS * (h.words == free)
 
         known = {} if known is None else known
 
         candidates = list(result.sentences)
-        free = tuple(tokenize(result.text))
         if (result.text_score is not None and free and all(h.words != free for h in candidates)
                 and self._meaning(free, known) is not None):
             # Whisper's own words are a sentence of the grammar the search missed: one more candidate
@@ -541,7 +550,7 @@ class AsrStage(Stage):
         # the opposite one "un" away, unless Whisper's own words are the sentence's, word for word:
         # its free decode wrote the polarity itself ("Unmute in here.": "mute in here" 7.2 nats behind)
         un = set(_un_sentences(top.words)) if free != top.words else set()
-        opposed = any(score(top) - score(h) < (UN_OPPOSITE_NATS if h.words in un else OPPOSITE_NATS)
+        opposed = any(opposite_score(top) - opposite_score(h) < (UN_OPPOSITE_NATS if h.words in un else OPPOSITE_NATS)
                       and _opposite(meaning, m) for h, m in zip(ranked[1:], meanings[1:], strict=True))
         unsure = (share < MIN_SHARE or opposed
                   or self._bare_name(top.words, meaning)

@@ -759,6 +759,15 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     ("Turn of the kitchen light.",
      [("turn off the kitchen light", -3.0, 1.0), ("turn on the kitchen light", -5.5, 1.2)],
      ("grammar", "turn off the kitchen light", False), "turn off the kitchen light", None),
+    # the sentence Whisper's own words are counts more too: not ranked under one that leaves out "pause"
+    ("Pause 36 seconds timer.", [("twenty six seconds timer", -5.2, 1.7), ("pause thirty six seconds timer", -5.9, 1.5),
+                                 ("forty six seconds timer", -7.0, 3.5)],
+     ("grammar", "pause thirty six seconds timer", True), "", None),
+    ("Pause 36 seconds timer.", [("twenty six seconds timer", -5.2, 1.7), ("pause thirty six seconds timer", -5.9, 1.5)],
+     ("grammar", "pause thirty six seconds timer", False), "pause thirty six seconds timer", None),
+    # ... but not against the opposite action: the free decode may not have heard the polarity right
+    ("Turn fans off.", [("turn fans off", -5.0, 1.0), ("turn fans on", -8.0, 2.0)],
+     ("grammar", "turn fans off", True), "", None),
     # Whisper heard much more than the sentence says
     ("Start my Roomba. Rock my work carriage.", [("start my roomba", -5.0, 2.0)],
      ("grammar", "start my roomba", True), "", None),
