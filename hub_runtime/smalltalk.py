@@ -53,7 +53,7 @@ INTENTS: Final[dict[str, Any]] = {
     "DuplexHubArea": {"data": [{"sentences": ["[in] [the] {area} [please]"]}]},
     "DuplexHubJoke": {"data": [{"sentences": [
         "tell me a joke", "tell (me|us) another [one|joke]", "(say|tell me) something funny", "make me laugh",
-        "do you know (a|any) jokes", "I want to hear a joke",
+        "do you know (a|any) jokes", "[I want] [to] hear a joke",
     ]}]},
 }
 

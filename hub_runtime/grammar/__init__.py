@@ -44,7 +44,9 @@ _LOGGER = logging.getLogger(__name__)
 
 # Numbers the grammar tier spells out for range lists (fractions are left to the NLU).
 MAX_SPOKEN_RANGE: Final = 100
-SKIP_PREFIXES: Final = ("please", "can you", "could you", "would you", "hey", "i'd like to", "i want to")
+# Home Assistant's skip words, and "hey"; not "i want to": Home Assistant does not take "i want
+# to go back" for "go back" (the previous track), nor should the hub (people talking in the room)
+SKIP_PREFIXES: Final = ("please", "can you", "could you", "would you", "hey", "i'd like to")
 SKIP_SUFFIXES: Final = ("please", "for me")
 EXPOSED_ATTRIBUTES: Final = ("device_class",)  # entity attributes templates may require (as Home Assistant)
 
@@ -212,12 +214,17 @@ class HomeGrammar:
                  phrases: frozenset[str] = frozenset()) -> Dfa:
         nfa = Nfa.empty()
         body_start, body_end = nfa.new_state(), nfa.new_state()
-        nfa.add(0, "", body_start)
-        for prefix in SKIP_PREFIXES:
-            nfa.add_words(0, tokenize(prefix), body_start)
-        nfa.add(body_end, "", nfa.final)
-        for suffix in SKIP_SUFFIXES:
-            nfa.add_words(body_end, tokenize(suffix), nfa.final)
+        # up to two of the words a request may start and end with ("hey, can you ...",
+        # "could you please ...", "... for me please"): the NLU skips them all, as Home Assistant does
+        after_prefix, before_suffix = nfa.new_state(), nfa.new_state()
+        for src, dst in ((0, after_prefix), (after_prefix, body_start)):
+            nfa.add(src, "", dst)
+            for prefix in SKIP_PREFIXES:
+                nfa.add_words(src, tokenize(prefix), dst)
+        for src, dst in ((body_end, before_suffix), (before_suffix, nfa.final)):
+            nfa.add(src, "", dst)
+            for suffix in SKIP_SUFFIXES:
+                nfa.add_words(src, tokenize(suffix), dst)
         rules = dict(self.intents.expansion_rules)
         for intent in self.intents.intents.values():
             if intent.name in exclude:

@@ -148,7 +148,11 @@ def test_every_sentence_the_recognisers_may_hear_is_understood(agent: Agent) -> 
         if agent.recognize(" ".join(words)) is None:
             missed.append(" ".join(words))
     assert missed == []
-    assert agent.recognize("hey turn on the kitchen light please") is not None
+    for said in ("hey turn on the kitchen light please", "can you please turn on the kitchen light",
+                 "could you turn on the kitchen light for me please"):
+        assert dfa.accepts(tokenize(said)) and agent.model.grammar.is_complete(tokenize(said))
+        intent = agent.recognize(said)
+        assert intent is not None and intent.name == "HassTurnOn"
 
 
 def test_numbers_round_trip() -> None:
