@@ -12,7 +12,9 @@ The order of a turn:
 2. the answer to a question the hub just asked in this conversation ("Which room?",
    "Do you want me to ...?", "Which timer?");
 3. Home Assistant's templates (the NLU), small talk included; a "here" sentence without a
-   known room asks "Which room?"; timers are the hub's own;
+   known room asks "Which room?"; timers are the hub's own; then the usual ways of saying a
+   request that the templates miss ("kill the porch light", :mod:`.paraphrase`): asked about
+   first ("Do you want me to turn off the Porch Light?"), a question answered;
 4. the LLM, a weak helper: a question it answers may only read state; an action it
    proposes is never done at once — the hub asks first ("Do you want me to turn on the
    TV?") and acts only on a yes, and refuses outright what the words contradict; its
@@ -40,6 +42,7 @@ from .engines.base import LlmEngine
 from .grammar.automaton import FUNCTION_WORDS
 from .llm.check import NOT_SURE
 from .nlu import Intent, words_to_digits
+from .paraphrase import paraphrase
 from .protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from .settings import Settings
 from .smalltalk import ANSWERS, REPLIES, SmallTalk, is_local
@@ -183,13 +186,21 @@ def acts(intent: Intent) -> bool:
                 or intent.error is not None)
 
 
-def describe(intent: Intent, names: list[str]) -> str:
-    """An action as the hub asks about it: "turn on the Kitchen Light"."""
+# what turning a device of these domains on and off is called ("open the Garage Door")
+_ON_OFF: Final = {"cover": ("open", "close"), "valve": ("open", "close"), "lock": ("lock", "unlock"),
+                  "scene": ("activate", "activate"), "script": ("run", "run")}
+
+
+def describe(intent: Intent, names: list[str], domains: frozenset[str] = frozenset()) -> str:
+    """An action as the hub asks about it: "turn on the Kitchen Light" (``domains``: its targets')."""
     what = " and ".join(names) if names else "that"
     slots = intent.slots
     verbs = {"HassTurnOn": "turn on", "HassTurnOff": "turn off", "HassToggle": "toggle"}
     if intent.name in verbs:
-        return f"{verbs[intent.name]} the {what}"
+        verb = verbs[intent.name]
+        if len(domains) == 1 and intent.name != "HassToggle" and next(iter(domains)) in _ON_OFF:
+            verb = _ON_OFF[next(iter(domains))][intent.name == "HassTurnOff"]
+        return f"{verb} the {what}"
     if intent.name == "HassLightSet":
         value = f"{slots['brightness']} percent" if "brightness" in slots else str(slots.get("color", "that"))
         return f"set the {what} to {value}"
@@ -199,6 +210,18 @@ def describe(intent: Intent, names: list[str]) -> str:
         return f"set the temperature to {slots.get('temperature')} degrees"
     if intent.name == "HassMediaSearchAndPlay":
         return f"play {slots.get('search_query')} on the {what}"
+    if intent.name == "HassSetVolume":
+        return f"set the volume of the {what} to {slots.get('volume_level')} percent"
+    if intent.name == "HassSetVolumeRelative":
+        step = slots.get("volume_step")
+        return f"turn the volume {step if step in ('up', 'down') else f'up by {step} percent'} on the {what}"
+    media = {"HassMediaPause": "pause", "HassMediaUnpause": "resume", "HassMediaNext": "skip to the next track on",
+             "HassMediaPrevious": "go back a track on", "HassVacuumStart": "start",
+             "HassVacuumReturnToBase": "send back to its base", "HassLawnMowerStartMowing": "start",
+             "HassLawnMowerDock": "dock"}
+    if intent.name in media:
+        verb = media[intent.name]
+        return f"{verb} the {what}" if not verb.endswith(" base") else f"send the {what} back to its base"
     return f"do that to the {what}"
 
 
@@ -232,7 +255,8 @@ class Understanding:
     def needs_llm(self, text: str) -> bool:
         """Whether this text would go to the LLM (a caller may load one only then)."""
         text = text.strip()
-        return bool(text) and (not self.prefer_local or self.agent.recognize(text) is None)
+        return bool(text) and (not self.prefer_local
+                               or (self.agent.recognize(text) is None and self._paraphrase(text) is None))
 
     def heard(self, text: str) -> None:
         """The speaker played these words of a reply (the LLM's history keeps only those)."""
@@ -293,6 +317,16 @@ class Understanding:
             # "be quiet" with nothing to stop, or the rest of "stop ... talking": quiet, no apology
             yield Said("", None)
             return
+        found = self._paraphrase(text) if self.prefer_local or self.llm is None else None
+        if found is not None:  # "kill the porch light": asked first, a question answered
+            words, intent = found
+            if acts(intent):
+                self._pending[conversation] = Pending("confirm", intent, "grammar")
+                yield Said(f"Do you want me to {self._describe(intent, words)}?", "grammar", expects_reply=True)
+            else:
+                async for piece in self._intent(intent, "grammar", delegate, conversation):
+                    yield piece
+            return
         if self.llm is None:
             yield Said(NO_INTENT_RESPONSE, None)
             return
@@ -307,6 +341,20 @@ class Understanding:
                     yield piece
             else:
                 yield Said(item.text, "llm")
+
+    def _paraphrase(self, text: str) -> tuple[str, Intent] | None:
+        """A request of the home said in words the templates miss (:mod:`.paraphrase`), with those words."""
+        def request(words: str) -> Intent | None:
+            intent = self.agent.recognize(words)
+            return None if intent is None or intent.name in ANSWERS or is_local(intent.name) else intent
+
+        return paraphrase(text, request)
+
+    def _describe(self, intent: Intent, words: str) -> str:
+        """The action asked about: by its targets' names when :func:`describe` knows it, else the words."""
+        targets = [e for e in map(self.agent.model.catalog.get, intent.targets) if e is not None]
+        described = describe(intent, [e.name for e in targets], frozenset(e.domain for e in targets))
+        return words if described.startswith("do that") else described
 
     async def _intent(self, intent: Intent, source: str, delegate: bool, conversation: str,
                       call: str | None = None, *, confirmed: bool = False) -> AsyncIterator[Recognized | Said]:

@@ -1,0 +1,72 @@
+"""Requests said in words Home Assistant's templates miss: asked about first, never done at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hub_runtime.agent import Agent, HomeModel
+from hub_runtime.catalog import Catalog
+from hub_runtime.paraphrase import paraphrase, rewrites
+from hub_runtime.settings import Settings
+from hub_runtime.understanding import NO_INTENT_RESPONSE, Reply, Understanding
+
+from .conftest import EXAMPLE_CATALOG
+
+
+@pytest.fixture
+def agent() -> Agent:
+    return Agent(HomeModel(Catalog.load(EXAMPLE_CATALOG), Settings()))
+
+
+def _turns(agent: Agent, *texts: str) -> list[Reply]:
+    understanding = Understanding(agent, None)
+
+    async def run() -> list[Reply]:
+        return [await understanding.answer(text, conversation="c") for text in texts]
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(("said", "words", "name", "targets"), [
+    ("Kill the kitchen light.", "turn off the kitchen light", "HassTurnOff", ["light.kitchen"]),
+    ("switch the telly off", "switch the tv off", "HassTurnOff", ["media_player.tv"]),
+    ("send the robot vacuum back to its dock", "return the robot vacuum to base", "HassVacuumReturnToBase",
+     ["vacuum.robot"]),
+    ("set a pasta timer for ten minutes", "set a timer for ten minutes named pasta", "HassStartTimer", []),
+    ("it's too dark in the bedroom", "turn on the lights in the bedroom", "HassTurnOn", ["light.bedroom"]),
+])
+def test_usual_words_are_rewritten_to_a_request_of_the_templates(agent: Agent, said: str, words: str,
+                                                                   name: str, targets: list[str]) -> None:
+    assert agent.recognize(said) is None  # the templates miss it
+    found = paraphrase(said, agent.recognize)
+    assert found is not None
+    assert found[0] == words
+    assert (found[1].name, found[1].targets) == (name, targets)
+
+
+def test_text_no_rewrite_makes_a_request_is_no_paraphrase(agent: Agent) -> None:
+    assert paraphrase("what is the capital of france", agent.recognize) is None
+    assert paraphrase("switch the spaceship off", agent.recognize) is None  # rewritten, but no such device
+    assert list(rewrites("what is the capital of france")) == []
+
+
+def test_a_paraphrased_action_is_asked_about_and_done_on_a_yes(agent: Agent) -> None:
+    asked, done = _turns(agent, "kill the kitchen light", "yes")
+    assert asked.response == "Do you want me to turn off the Kitchen Light?" and asked.expects_reply
+    assert asked.intent is None  # nothing done before the answer
+    assert done.intent is not None and done.intent.name == "HassTurnOff"
+    assert agent.model.catalog.get("light.kitchen").state == "off"
+
+
+def test_a_paraphrased_action_is_not_done_on_a_no(agent: Agent) -> None:
+    before = agent.model.catalog.get("light.kitchen").state
+    asked, declined = _turns(agent, "kill the kitchen light", "no")
+    assert asked.expects_reply and declined.intent is None
+    assert agent.model.catalog.get("light.kitchen").state == before
+
+
+def test_words_nothing_makes_a_request_of_are_not_understood(agent: Agent) -> None:
+    (reply,) = _turns(agent, "what is the capital of france")
+    assert reply.response == NO_INTENT_RESPONSE and reply.intent is None
