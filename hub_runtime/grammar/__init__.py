@@ -214,17 +214,15 @@ class HomeGrammar:
                  phrases: frozenset[str] = frozenset()) -> Dfa:
         nfa = Nfa.empty()
         body_start, body_end = nfa.new_state(), nfa.new_state()
-        # up to two of the words a request may start and end with ("hey, can you ...",
-        # "could you please ...", "... for me please"): the NLU skips them all, as Home Assistant does
-        after_prefix, before_suffix = nfa.new_state(), nfa.new_state()
-        for src, dst in ((0, after_prefix), (after_prefix, body_start)):
-            nfa.add(src, "", dst)
-            for prefix in SKIP_PREFIXES:
-                nfa.add_words(src, tokenize(prefix), dst)
-        for src, dst in ((body_end, before_suffix), (before_suffix, nfa.final)):
-            nfa.add(src, "", dst)
-            for suffix in SKIP_SUFFIXES:
-                nfa.add_words(src, tokenize(suffix), dst)
+        # one of the words a request may start and end with ("hey ...", "... for me"); not two:
+        # "can you please play *" took clean speech ("A new to media player are very really."
+        # for "unmute media player our area") and played it (understanding bench, test half)
+        nfa.add(0, "", body_start)
+        for prefix in SKIP_PREFIXES:
+            nfa.add_words(0, tokenize(prefix), body_start)
+        nfa.add(body_end, "", nfa.final)
+        for suffix in SKIP_SUFFIXES:
+            nfa.add_words(body_end, tokenize(suffix), nfa.final)
         rules = dict(self.intents.expansion_rules)
         for intent in self.intents.intents.values():
             if intent.name in exclude:

