@@ -19,9 +19,9 @@ meaning has less than ``MIN_SHARE`` of the likeliest sentences' probability (oth
 another intent, target or value, each weighed as its likeliest sentence; the same sentence
 with words left out does not count), when the opposite action on the same targets is
 within ``OPPOSITE_NATS`` (``UN_OPPOSITE_NATS`` one "un" away, always scored), when it is a
-bare name (a command cut short: "coffee maker [off]"), when Whisper's own words leave its
-polarity open ("and pause": unpause?) or say the other way ("off" for its "up"),
-are a question where the sentence is not, are a request of their own for another
+bare name (a command cut short: "coffee maker [off]") or a name and a value ("the porch
+white"), when Whisper's own words leave its polarity open ("and pause": unpause?) or
+say the other way ("off" for its "up"), are a question where the sentence is not, are a request of their own for another
 action, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
 ``open``) and is understood as text; pocketsphinx's words never decide alone, but the
 sentence they make counts more, and wins when it is Whisper's with words more; the sentence
@@ -580,10 +580,23 @@ class AsrStage(Stage):
         return meaning
 
     def _bare_name(self, words: tuple[str, ...], meaning: tuple[object, ...] | None) -> bool:
-        """Only a device's or a room's name: Home Assistant turns it on, but said alone it is more often cut short."""
+        """Only a device's or a room's name, and a value: an action without a word for it.
+
+        Home Assistant turns on a name said alone, and sets "the porch white"; said alone
+        they are more often a command cut short, or misheard: "kill the porch light" (Whisper:
+        "Go the porch light.") was "the porch white", which set the light white. A question
+        ("is the porch light on") asks nothing to be done.
+        """
+        if meaning is None or str(meaning[0]) in READ_ONLY_INTENTS:
+            return False
         names = self._names()
-        return meaning is not None and meaning[0] == "HassTurnOn" and all(
-            w in names or w in FUNCTION_WORDS for w in words)
+        values: set[str] = set()
+        if meaning[0] != "HassTurnOn":
+            intent = self.agent.recognize(" ".join(words))
+            values = {w for v in (intent.slot_texts.values() if intent else ()) for w in tokenize(str(v))} - names
+            if not values & set(words):
+                return False
+        return all(w in names or w in FUNCTION_WORDS or w in values for w in words)
 
     def _names(self) -> frozenset[str]:
         model = self._model or self.agent.model

@@ -740,6 +740,12 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     ("Hello there.", [], ("open", "Hello there.", False), "", None),
     # a bare name turns a device on: said alone it is more often a command cut short
     ("Kitchen light of.", [("kitchen light", -3.0, 1.0)], ("grammar", "kitchen light", True), "", None),
+    # ... and a name with a value, no word for the action ("kill the porch light" heard as "... white")
+    ("Go the kitchen light.", [("the kitchen light white", -9.7, 4.2), ("the kitchen light", -10.1, 4.8)],
+     ("grammar", "the kitchen light white", True), "the kitchen light white", None),
+    # ... but a question about it asks nothing to be done
+    ("Is the kitchen light on?", [("is the kitchen light on", -3.0, 1.0)],
+     ("grammar", "is the kitchen light on", False), "", None),
     # Whisper heard a quick "un" as a word: the polarity is open
     ("And pause the TV.", [("pause the tv", -3.0, 1.0)], ("grammar", "pause the tv", True), "", None),
     ("Amute the TV.", [("mute the tv", -3.0, 1.0)], ("grammar", "mute the tv", True), "", None),
@@ -763,7 +769,8 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     ("Pause 36 seconds timer.", [("twenty six seconds timer", -5.2, 1.7), ("pause thirty six seconds timer", -5.9, 1.5),
                                  ("forty six seconds timer", -7.0, 3.5)],
      ("grammar", "pause thirty six seconds timer", True), "", None),
-    ("Pause 36 seconds timer.", [("twenty six seconds timer", -5.2, 1.7), ("pause thirty six seconds timer", -5.9, 1.5)],
+    ("Pause 36 seconds timer.",
+     [("twenty six seconds timer", -5.2, 1.7), ("pause thirty six seconds timer", -5.9, 1.5)],
      ("grammar", "pause thirty six seconds timer", False), "pause thirty six seconds timer", None),
     # ... but not against the opposite action: the free decode may not have heard the polarity right
     ("Turn fans off.", [("turn fans off", -5.0, 1.0), ("turn fans on", -8.0, 2.0)],
