@@ -191,6 +191,14 @@ _ON_OFF: Final = {"cover": ("open", "close"), "valve": ("open", "close"), "lock"
                   "scene": ("activate", "activate"), "script": ("run", "run")}
 
 
+# how the other actions are asked about ("Do you want me to send the Roomba back to its base?")
+_ACTIONS: Final = {"HassMediaPause": "pause the {}", "HassMediaUnpause": "resume the {}",
+                   "HassMediaNext": "skip to the next track on the {}",
+                   "HassMediaPrevious": "go back a track on the {}",
+                   "HassVacuumStart": "start the {}", "HassVacuumReturnToBase": "send the {} back to its base",
+                   "HassLawnMowerStartMowing": "start the {}", "HassLawnMowerDock": "dock the {}"}
+
+
 def describe(intent: Intent, names: list[str], domains: frozenset[str] = frozenset()) -> str:
     """An action as the hub asks about it: "turn on the Kitchen Light" (``domains``: its targets')."""
     what = " and ".join(names) if names else "that"
@@ -215,13 +223,8 @@ def describe(intent: Intent, names: list[str], domains: frozenset[str] = frozens
     if intent.name == "HassSetVolumeRelative":
         step = slots.get("volume_step")
         return f"turn the volume {step if step in ('up', 'down') else f'up by {step} percent'} on the {what}"
-    media = {"HassMediaPause": "pause", "HassMediaUnpause": "resume", "HassMediaNext": "skip to the next track on",
-             "HassMediaPrevious": "go back a track on", "HassVacuumStart": "start",
-             "HassVacuumReturnToBase": "send back to its base", "HassLawnMowerStartMowing": "start",
-             "HassLawnMowerDock": "dock"}
-    if intent.name in media:
-        verb = media[intent.name]
-        return f"{verb} the {what}" if not verb.endswith(" base") else f"send the {what} back to its base"
+    if intent.name in _ACTIONS:
+        return _ACTIONS[intent.name].format(what)
     return f"do that to the {what}"
 
 
@@ -350,10 +353,14 @@ class Understanding:
 
         return paraphrase(text, request)
 
-    def _describe(self, intent: Intent, words: str) -> str:
-        """The action asked about: by its targets' names when :func:`describe` knows it, else the words."""
+    def _action(self, intent: Intent) -> str:
+        """The action asked about, by its targets' names and what their kind of device does."""
         targets = [e for e in map(self.agent.model.catalog.get, intent.targets) if e is not None]
-        described = describe(intent, [e.name for e in targets], frozenset(e.domain for e in targets))
+        return describe(intent, [e.name for e in targets], frozenset(e.domain for e in targets))
+
+    def _describe(self, intent: Intent, words: str) -> str:
+        """The action asked about when :func:`describe` knows it, else the words that made it."""
+        described = self._action(intent)
         return words if described.startswith("do that") else described
 
     async def _intent(self, intent: Intent, source: str, delegate: bool, conversation: str,
@@ -376,8 +383,7 @@ class Understanding:
             # "play jazz on kitchen speak on sunday": a device or room went into the search
             # words, so the player chosen may not be the one meant: ask first
             self._pending[conversation] = Pending("confirm", intent, source, call)
-            names = [e.name for e in map(self.agent.model.catalog.get, intent.targets) if e is not None]
-            yield Said(f"Do you want me to {describe(intent, names)}?", source, expects_reply=True)
+            yield Said(f"Do you want me to {self._action(intent)}?", source, expects_reply=True)
             return
         intent_id = uuid.uuid4().hex
         if not delegate and intent.error is None:
@@ -428,8 +434,7 @@ class Understanding:
             yield Said(CANNOT, "llm")
             return
         self._pending[conversation] = Pending("confirm", intent, "llm", act.call)
-        names = [e.name for e in targets]
-        yield Said(f"Do you want me to {describe(intent, names)}?", "llm", expects_reply=True)
+        yield Said(f"Do you want me to {self._action(intent)}?", "llm", expects_reply=True)
 
     async def _answer(self, pending: Pending, text: str, delegate: bool,
                       conversation: str) -> AsyncIterator[Recognized | Said]:
