@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from .nlu import Intent
+from .text import text_words
 
 MAX_REWRITES: Final = 3
 
@@ -41,12 +42,7 @@ REWRITES: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple((re.compile(pat
     (r"^(?:it's|it is|its) (?:too |so |very |really |a bit |kind of )?(?:dark|gloomy) (?:in|at) (.+)$",
      r"turn on the lights in \1"),
 ))
-_PUNCT_RE: Final = re.compile(r"[^a-z0-9' ]+")
 _SPACE_RE: Final = re.compile(r"\s+")
-
-
-def _normal(text: str) -> str:
-    return _SPACE_RE.sub(" ", _PUNCT_RE.sub(" ", text.lower().replace("’", "'"))).strip()
 
 
 def rewrites(text: str) -> Iterator[str]:
@@ -64,7 +60,8 @@ def paraphrase(text: str, recognize: Callable[[str], Intent | None]) -> tuple[st
     does not count. Rewrites that make different requests at the fewest steps: None (ask
     nothing, guess nothing).
     """
-    frontier, seen = [_normal(text)], {_normal(text)}
+    said = " ".join(text_words(text))
+    frontier, seen = [said], {said}
     for _ in range(MAX_REWRITES):
         found: dict[tuple[object, ...], tuple[str, Intent]] = {}
         following = []

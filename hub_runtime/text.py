@@ -51,6 +51,14 @@ STOP_PHRASES: Final = frozenset({
 _HUMS: Final = re.compile(r"^(?:[mh]*m[mh]*|u+h+|uh+ ?huh|mm+ ?hmm+)$")  # "mmm", "hmm", "mhm", "uh huh"
 
 
+_WORD_RE: Final = re.compile(r"[a-z0-9']+")
+
+
+def text_words(text: str) -> list[str]:
+    """The words of a turn: lower case, punctuation dropped ("Kill the porch-light!" → kill the porch light)."""
+    return _WORD_RE.findall(text.lower().replace("’", "'"))
+
+
 def is_backchannel(text: str) -> bool:
     """A listener's "mm hmm": it tells the hub to go on, not to stop (unless the hub asked something)."""
     said = " ".join(re.findall(r"[a-z']+", text.lower()))

@@ -30,7 +30,6 @@ text, sentence by sentence for the LLM).
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -46,7 +45,7 @@ from .paraphrase import paraphrase
 from .protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from .settings import Settings
 from .smalltalk import ANSWERS, REPLIES, SmallTalk, is_local
-from .text import STOP_PHRASES, is_backchannel, is_question
+from .text import STOP_PHRASES, is_backchannel, is_question, text_words
 from .timers import Timer, TimerError, Timers
 
 if TYPE_CHECKING:
@@ -68,7 +67,6 @@ _YES: Final = frozenset({"yes", "yeah", "yep", "yup", "sure", "ok", "okay", "ple
                          "sounds good", "of course", "yes do it", "absolutely", "definitely"})
 _NO: Final = frozenset({"no", "nope", "nah", "don't", "do not", "cancel", "never mind", "nevermind", "stop",
                         "no thanks", "no thank you", "leave it", "forget it", "no don't", "not now"})
-_WORD_RE: Final = re.compile(r"[a-z0-9']+")
 # words that say an action's direction: an LLM's proposal against them is refused
 _POLARITY: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
     # intent: (words that support it, words that contradict it)
@@ -169,15 +167,11 @@ _COURTESY: Final = frozenset("please now just ok okay oh hey thanks right".split
 
 def is_stop(text: str) -> bool:
     """Words that only ask the hub to be quiet ("stop", "be quiet please", "never mind")."""
-    words = _words(text)
+    words = text_words(text)
     if " ".join(words) in STOP_PHRASES:
         return True
     core = [w for w in words if w not in _COURTESY]
     return bool(core) and " ".join(core) in STOP_PHRASES
-
-
-def _words(text: str) -> list[str]:
-    return _WORD_RE.findall(text.lower().replace("’", "'"))
 
 
 def acts(intent: Intent) -> bool:
@@ -310,7 +304,7 @@ class Understanding:
             return
         if intent is not None and unsure and acts(intent):
             self._pending[conversation] = Pending("confirm", intent, "grammar")
-            yield Said(f"Did you say {' '.join(_words(text))}?", "grammar", expects_reply=True)
+            yield Said(f"Did you say {' '.join(text_words(text))}?", "grammar", expects_reply=True)
             return
         if intent is not None:
             async for piece in self._intent(intent, "grammar", delegate, conversation):
@@ -417,7 +411,7 @@ class Understanding:
                         conversation: str) -> AsyncIterator[Recognized | Said]:
         """An intent the LLM proposed: answered if it only reads, else asked about first."""
         intent = act.intent
-        words = _words(text)
+        words = text_words(text)
         if intent.name in READ_ONLY_INTENTS:
             # a question, and an answer about what it asks: the time for the time, a named thing's state
             wanted = intent.name != "HassGetCurrentTime" or bool({"time", "clock", "late"} & set(words))
@@ -439,7 +433,7 @@ class Understanding:
     async def _answer(self, pending: Pending, text: str, delegate: bool,
                       conversation: str) -> AsyncIterator[Recognized | Said]:
         """The reply to the hub's question; nothing when the turn is something else."""
-        said = " ".join(_words(text))
+        said = " ".join(text_words(text))
         heard = self.agent.recognize(text)
         kind = heard.name if heard is not None else None
         if pending.kind == "confirm":
@@ -486,7 +480,7 @@ class Understanding:
         """
         said = {_stem(w) for w in words}
         for entity in targets:
-            named = {_stem(w) for text in (*entity.names, entity.area or "") for w in _words(text)}
+            named = {_stem(w) for text in (*entity.names, entity.area or "") for w in text_words(text)}
             named |= {_stem(w) for w in _DOMAIN_WORDS.get(entity.domain, ())}
             if said & (named - FUNCTION_WORDS):
                 return True
@@ -498,13 +492,13 @@ class Understanding:
         if intent.name != "HassMediaSearchAndPlay" or not isinstance(query, str):
             return False
         catalog = self.agent.model.catalog
-        words = {w for e in catalog for n in (*e.names, e.area or "") for w in _words(n)} - FUNCTION_WORDS
-        return bool(set(_words(query)) & words)
+        words = {w for e in catalog for n in (*e.names, e.area or "") for w in text_words(n)} - FUNCTION_WORDS
+        return bool(set(text_words(query)) & words)
 
     def _area_in(self, text: str) -> str | None:
-        said = f" {' '.join(_words(text))} "
+        said = f" {' '.join(text_words(text))} "
         for area in sorted(self.agent.model.catalog.areas, key=len, reverse=True):
-            if f" {' '.join(_words(area))} " in said:
+            if f" {' '.join(text_words(area))} " in said:
                 return area
         return None
 
