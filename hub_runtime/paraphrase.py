@@ -14,15 +14,16 @@ reads state is answered.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
 from .nlu import Intent
 from .text import text_words
 
 MAX_REWRITES: Final = 3
+Rewrite = tuple[re.Pattern[str], str]  # a pattern and what replaces it
 
-REWRITES: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple((re.compile(pattern), repl) for pattern, repl in (
+REWRITES: Final[tuple[Rewrite, ...]] = tuple((re.compile(pattern), repl) for pattern, repl in (
     # verbs Home Assistant's templates do not have
     (r"\b(?:kill|cut|shut off|shut down|power off|power down|switch off)\b", "turn off"),
     (r"\b(?:power on|power up|fire up|flip on|light up)\b", "turn on"),
@@ -41,32 +42,80 @@ REWRITES: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple((re.compile(pat
     # a wish said as a remark
     (r"^(?:it's|it is|its) (?:too |so |very |really |a bit |kind of )?(?:dark|gloomy) (?:in|at) (.+)$",
      r"turn on the lights in \1"),
+    # "put the porch light on", "put on the porch light", "start the coffee maker"
+    (r"^put (.+?) on$", r"turn on \1"),
+    (r"^put on (.+)$", r"turn on \1"),
+    (r"^(?:start|run) (the|my|our) ", r"turn on \1 "),
+    # "the tv up": its volume
+    (r"^turn (up|down) (the|my|our) (.+)$", r"turn \1 \2 \3 volume"),
+    # halves: "half brightness", "open the blinds halfway"
+    (r"\bhalf (?:brightness|bright)$", "50 percent brightness"),
+    (r"^(?:open|close|shut|raise|lower|set|put) (.+?) (?:halfway|half way|half open|half closed)$",
+     r"set \1 position to 50 percent"),
+    # the weather asked about as what it may do
+    (r"^(?:is it|will it|is it going to|it is going to|is it gonna|are we going to get|is there going to be"
+     r"|do you think it will) (?:rain|snow|be rainy|be sunny|be cold|be hot|be warm|be windy|any rain)"
+     r"(?: today| now| later| this (?:morning|afternoon|evening))?$", "what's the weather"),
+    (r"^(?:do i need|should i (?:take|bring)) (?:an umbrella|a coat|a jacket|sunscreen)(?: today)?$",
+     "what's the weather"),
+    (r"^(?:how is|how's|what is|what's) the weather (?:like )?(?:today|now|outside|out there)$", "what's the weather"),
+    (r"^(?:how is|how's) the weather$", "what's the weather"),
+    # a message for the whole house
+    (r"^(?:tell|let) (?:everyone|everybody|the whole house|the house|the family)(?: know)?(?: that)? (.+)$",
+     r"broadcast \1"),
+    # "how much time is left": on the timer
+    (r"^how (?:much time|long) (?:is )?(?:left|remaining|to go)$", "how much time is left on my timer"),
 ))
+# What people call a device by its kind (domain → words), when the home has one of that kind
+KIND_WORDS: Final[dict[str, tuple[str, ...]]] = {
+    "vacuum": ("robot vacuum", "vacuum cleaner", "vacuum", "hoover"),
+    "lawn_mower": ("robot mower", "lawn mower", "lawnmower", "mower"),
+    "climate": ("thermostat", "heating", "heat", "air conditioning", "air conditioner", "ac"),
+    "valve": ("sprinklers", "sprinkler", "valve"),
+}
 _SPACE_RE: Final = re.compile(r"\s+")
 
 
-def rewrites(text: str) -> Iterator[str]:
-    """Each text one rewrite makes of ``text`` (normalised: lower case, no punctuation)."""
-    for pattern, repl in REWRITES:
+def kind_rewrites(only: Mapping[str, str]) -> tuple[Rewrite, ...]:
+    """Rewrites of a kind's words to a name: ``only`` maps a domain to the name of its one device.
+
+    "the vacuum" is the Roomba where the home has one vacuum; where it has two, no rewrite
+    guesses which. A word for a kind is a thing only after "the", "my" or "our": "vacuum the
+    living room" is an action.
+    """
+    out: list[Rewrite] = []
+    for domain, name in only.items():
+        words = "|".join(re.escape(word) for word in KIND_WORDS.get(domain, ()))
+        if words:
+            out.append((re.compile(rf"\b(the|my|our) (?:{words})\b"), rf"\1 {' '.join(text_words(name))}"))
+    return tuple(out)
+
+
+def rewrites(text: str, more: tuple[Rewrite, ...] = ()) -> Iterator[str]:
+    """Each text one rewrite makes of ``text`` (normalised: lower case, no punctuation); ``more`` after the usual."""
+    for pattern, repl in (*REWRITES, *more):
         new = _SPACE_RE.sub(" ", pattern.sub(repl, text, count=1)).strip()
         if new != text:
             yield new
 
 
-def paraphrase(text: str, recognize: Callable[[str], Intent | None]) -> tuple[str, Intent] | None:
+def paraphrase(text: str, recognize: Callable[[str], Intent | None],
+               only: Mapping[str, str] | None = None) -> tuple[str, Intent] | None:
     """The request the fewest rewrites make of ``text``, with the words they made, else None.
 
     ``recognize``: the NLU; a rewrite it reads as a request that fails (no such device)
     does not count. Rewrites that make different requests at the fewest steps: None (ask
-    nothing, guess nothing).
+    nothing, guess nothing). ``only``: the home's one device of a kind (domain → name),
+    for :func:`kind_rewrites`.
     """
+    more = kind_rewrites(only or {})
     said = " ".join(text_words(text))
     frontier, seen = [said], {said}
     for _ in range(MAX_REWRITES):
         found: dict[tuple[object, ...], tuple[str, Intent]] = {}
         following = []
         for current in frontier:
-            for new in rewrites(current):
+            for new in rewrites(current, more):
                 if new in seen:
                     continue
                 seen.add(new)

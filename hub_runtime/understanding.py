@@ -204,12 +204,14 @@ def describe(intent: Intent, names: list[str], domains: frozenset[str] = frozens
             verb = _ON_OFF[next(iter(domains))][intent.name == "HassTurnOff"]
         return f"{verb} the {what}"
     if intent.name == "HassLightSet":
-        value = f"{slots['brightness']} percent" if "brightness" in slots else str(slots.get("color", "that"))
-        return f"set the {what} to {value}"
+        if "brightness" in slots:
+            return f"set the {what} to {slots['brightness']} percent brightness"
+        return f"set the {what} to {slots.get('color', 'that')}"
     if intent.name == "HassSetPosition":
         return f"set the {what} to {slots.get('position')} percent"
     if intent.name == "HassClimateSetTemperature":
-        return f"set the temperature to {slots.get('temperature')} degrees"
+        where = f" of the {what}" if names else ""
+        return f"set the temperature{where} to {slots.get('temperature')} degrees"
     if intent.name == "HassMediaSearchAndPlay":
         return f"play {slots.get('search_query')} on the {what}"
     if intent.name == "HassSetVolume":
@@ -217,6 +219,8 @@ def describe(intent: Intent, names: list[str], domains: frozenset[str] = frozens
     if intent.name == "HassSetVolumeRelative":
         step = slots.get("volume_step")
         return f"turn the volume {step if step in ('up', 'down') else f'up by {step} percent'} on the {what}"
+    if intent.name == "HassBroadcast":
+        return f'announce "{slots.get("message")}"'
     if intent.name in _ACTIONS:
         return _ACTIONS[intent.name].format(what)
     return f"do that to the {what}"
@@ -345,7 +349,10 @@ class Understanding:
             intent = self.agent.recognize(words)
             return None if intent is None or intent.name in ANSWERS or is_local(intent.name) else intent
 
-        return paraphrase(text, request)
+        kinds: dict[str, list[str]] = {}
+        for entity in self.agent.model.catalog:
+            kinds.setdefault(entity.domain, []).append(entity.name)
+        return paraphrase(text, request, {domain: names[0] for domain, names in kinds.items() if len(names) == 1})
 
     def _action(self, intent: Intent) -> str:
         """The action asked about, by its targets' names and what their kind of device does."""

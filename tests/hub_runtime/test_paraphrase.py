@@ -8,7 +8,7 @@ import pytest
 
 from hub_runtime.agent import Agent, HomeModel
 from hub_runtime.catalog import Catalog
-from hub_runtime.paraphrase import paraphrase, rewrites
+from hub_runtime.paraphrase import kind_rewrites, paraphrase, rewrites
 from hub_runtime.settings import Settings
 from hub_runtime.understanding import NO_INTENT_RESPONSE, Reply, Understanding
 
@@ -36,6 +36,15 @@ def _turns(agent: Agent, *texts: str) -> list[Reply]:
      ["vacuum.robot"]),
     ("set a pasta timer for ten minutes", "set a timer for ten minutes named pasta", "HassStartTimer", []),
     ("it's too dark in the bedroom", "turn on the lights in the bedroom", "HassTurnOn", ["light.bedroom"]),
+    ("put the kitchen light on", "turn on the kitchen light", "HassTurnOn", ["light.kitchen"]),
+    ("Put on the Christmas tree.", "turn on the christmas tree", "HassTurnOn", ["switch.christmas_tree"]),
+    ("start the office fan", "turn on the office fan", "HassTurnOn", ["fan.office"]),
+    ("turn the tv up", "turn up the tv volume", "HassSetVolumeRelative", ["media_player.tv"]),
+    ("set the kitchen light to half brightness", "set the kitchen light to 50 percent brightness", "HassLightSet",
+     ["light.kitchen"]),
+    ("open the bedroom blinds halfway", "set the bedroom blinds position to 50 percent", "HassSetPosition",
+     ["cover.bedroom_blinds"]),
+    ("tell everyone that dinner is ready", "broadcast dinner is ready", "HassBroadcast", []),
 ])
 def test_usual_words_are_rewritten_to_a_request_of_the_templates(agent: Agent, said: str, words: str,
                                                                    name: str, targets: list[str]) -> None:
@@ -70,3 +79,34 @@ def test_a_paraphrased_action_is_not_done_on_a_no(agent: Agent) -> None:
 def test_words_nothing_makes_a_request_of_are_not_understood(agent: Agent) -> None:
     (reply,) = _turns(agent, "what is the capital of france")
     assert reply.response == NO_INTENT_RESPONSE and reply.intent is None
+
+
+@pytest.mark.parametrize(("said", "words", "name"), [
+    ("is it going to rain today", "what's the weather", "HassGetWeather"),
+    ("Do I need an umbrella?", "what's the weather", "HassGetWeather"),
+    ("how much time is left", "how much time is left on my timer", "HassTimerStatus"),
+])
+def test_questions_said_another_way_are_read(agent: Agent, said: str, words: str, name: str) -> None:
+    found = paraphrase(said, agent.recognize)
+    assert found is not None and found[0] == words and found[1].name == name
+
+
+def test_a_device_is_called_by_its_kind_when_the_home_has_one_of_it(agent: Agent) -> None:
+    only = {"vacuum": "Robot Vacuum", "climate": "Thermostat"}
+    found = paraphrase("send the vacuum home", agent.recognize, only)
+    assert found is not None and found[0] == "return the robot vacuum to base"
+    assert (found[1].name, found[1].targets) == ("HassVacuumReturnToBase", ["vacuum.robot"])
+    found = paraphrase("set the heating to 21", agent.recognize, only)
+    assert found is not None and (found[1].name, found[1].targets) == ("HassClimateSetTemperature",
+                                                                         ["climate.thermostat"])
+    assert paraphrase("send the vacuum home", agent.recognize) is None  # no one vacuum named: no guess
+    # "vacuum" as a verb is not the device
+    assert all("robot vacuum" not in new for new in rewrites("vacuum the kitchen", kind_rewrites(only)))
+
+
+def test_understanding_names_the_one_device_of_a_kind_and_asks_first(agent: Agent) -> None:
+    asked, done = _turns(agent, "start the vacuum", "yes")
+    assert asked.response == "Do you want me to start the Robot Vacuum?" and asked.intent is None
+    assert done.intent is not None and done.intent.name == "HassVacuumStart"
+    (question,) = _turns(agent, "is it going to rain")
+    assert question.intent is not None and question.intent.name == "HassGetWeather"  # a question is answered
