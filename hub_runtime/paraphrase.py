@@ -14,10 +14,12 @@ reads state is answered.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final
 
+from .catalog import Entity
 from .nlu import Intent
+from .smalltalk import ANSWERS, is_local
 from .text import text_words
 
 MAX_REWRITES: Final = 3
@@ -129,3 +131,21 @@ def paraphrase(text: str, recognize: Callable[[str], Intent | None],
             return next(iter(found.values())) if len(found) == 1 else None
         frontier = following
     return None
+
+
+def only_of_kind(entities: Iterable[Entity]) -> dict[str, str]:
+    """The home's one device of each kind it has one of: domain → name (for :func:`kind_rewrites`)."""
+    kinds: dict[str, list[str]] = {}
+    for entity in entities:
+        kinds.setdefault(entity.domain, []).append(entity.name)
+    return {domain: names[0] for domain, names in kinds.items() if len(names) == 1}
+
+
+def request_paraphrase(text: str, recognize: Callable[[str], Intent | None],
+                       entities: Iterable[Entity]) -> tuple[str, Intent] | None:
+    """:func:`paraphrase` for a request of the home: not an answer to a question, not the hub's small talk."""
+    def request(words: str) -> Intent | None:
+        intent = recognize(words)
+        return None if intent is None or intent.name in ANSWERS or is_local(intent.name) else intent
+
+    return paraphrase(text, request, only_of_kind(entities))

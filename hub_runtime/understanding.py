@@ -41,7 +41,7 @@ from .engines.base import LlmEngine
 from .grammar.automaton import FUNCTION_WORDS
 from .llm.check import NOT_SURE
 from .nlu import Intent, words_to_digits
-from .paraphrase import paraphrase
+from .paraphrase import request_paraphrase
 from .protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from .settings import Settings
 from .smalltalk import ANSWERS, REPLIES, SmallTalk, is_local
@@ -345,14 +345,7 @@ class Understanding:
 
     def _paraphrase(self, text: str) -> tuple[str, Intent] | None:
         """A request of the home said in words the templates miss (:mod:`.paraphrase`), with those words."""
-        def request(words: str) -> Intent | None:
-            intent = self.agent.recognize(words)
-            return None if intent is None or intent.name in ANSWERS or is_local(intent.name) else intent
-
-        kinds: dict[str, list[str]] = {}
-        for entity in self.agent.model.catalog:
-            kinds.setdefault(entity.domain, []).append(entity.name)
-        return paraphrase(text, request, {domain: names[0] for domain, names in kinds.items() if len(names) == 1})
+        return request_paraphrase(text, self.agent.recognize, self.agent.model.catalog)
 
     def _action(self, intent: Intent) -> str:
         """The action asked about, by its targets' names and what their kind of device does."""

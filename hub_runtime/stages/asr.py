@@ -74,6 +74,8 @@ from ..grammar import HomeGrammar
 from ..grammar.automaton import FUNCTION_WORDS, Dfa, tokenize
 from ..grammar.pronounce import syllables
 from ..grammar.sample import sample_sentences
+from ..nlu import Intent
+from ..paraphrase import request_paraphrase
 from ..pipeline import Direction, Stage
 from ..protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from ..settings import AsrSettings
@@ -538,6 +540,11 @@ class AsrStage(Stage):
             return None  # Whisper's own words explain the speech far better: "OK." is not "what are you"
         meanings = [meaning_of[h.words] for h in ranked]
         meaning = meanings[0]
+        reworded = self._reworded(free, free_meaning, meaning)
+        if reworded is not None and reworded != meaning:
+            # Whisper's own words ask for something else in other words ("Open the blinds halfway."
+            # for "open the blinds"): the understanding reads them (and asks first)
+            return None
         # Each other meaning weighs as its likeliest sentence: a meaning said many ways ("stop the
         # music", "... the media", "... the movie") is no likelier for it than one said one way
         rivals: dict[object, float] = {}
@@ -553,7 +560,7 @@ class AsrStage(Stage):
         opposed = any(opposite_score(top) - opposite_score(h) < (UN_OPPOSITE_NATS if h.words in un else OPPOSITE_NATS)
                       and _opposite(meaning, m) for h, m in zip(ranked[1:], meanings[1:], strict=True))
         unsure = (share < MIN_SHARE or opposed
-                  or self._bare_name(top.words, meaning)
+                  or (reworded is None and self._bare_name(top.words, meaning))
                   or _polarity_unclear(heard)
                   or _against(heard, top.words)
                   or _asks(heard, result.text, top.words)
@@ -571,13 +578,24 @@ class AsrStage(Stage):
         if words in known:
             return known[words]
         intent = self.agent.recognize(" ".join(words))
-        meaning: tuple[object, ...] | None = None
-        if intent is not None:
-            free = FREE_SLOTS | ({"name"} if intent.name in TIMER_INTENTS else set())
-            meaning = (intent.name, tuple(sorted(intent.targets)),
-                       tuple(sorted((k, str(v)) for k, v in intent.slots.items() if k not in free)))
+        meaning = None if intent is None else _intent_meaning(intent)
         known[words] = meaning
         return meaning
+
+    def _reworded(self, free: tuple[str, ...], free_meaning: tuple[object, ...] | None,
+                  meaning: tuple[object, ...] | None) -> tuple[object, ...] | None:
+        """What Whisper's own words ask for in words the templates miss (:mod:`..paraphrase`), else None.
+
+        Only for an action the grammar's sentence would take, when the matcher cannot read
+        Whisper's words themselves: "Start the coffee maker." says what "the coffee maker" (a
+        bare name) does; "Open the blinds halfway." says more than "open the blinds".
+        """
+        if not free or free_meaning is not None or meaning is None or _social(meaning):
+            return None
+        if str(meaning[0]) in READ_ONLY_INTENTS:
+            return None
+        found = request_paraphrase(" ".join(free), self.agent.recognize, (self._model or self.agent.model).catalog)
+        return None if found is None else _intent_meaning(found[1])
 
     def _bare_name(self, words: tuple[str, ...], meaning: tuple[object, ...] | None) -> bool:
         """Only a device's or a room's name, and a value: an action without a word for it.
@@ -614,6 +632,13 @@ class AsrStage(Stage):
             grammar_text=grammar.text if grammar is not None else None,
             grammar_confidence=grammar.confidence if grammar is not None else None, overlapped=overlapped,
             paused=paused, unsure=unsure))
+
+
+def _intent_meaning(intent: Intent) -> tuple[object, ...]:
+    """The intent, its targets and its values (free text left out: a list item, a search, a timer's name)."""
+    free = FREE_SLOTS | ({"name"} if intent.name in TIMER_INTENTS else set())
+    return (intent.name, tuple(sorted(intent.targets)),
+            tuple(sorted((k, str(v)) for k, v in intent.slots.items() if k not in free)))
 
 
 def _within(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
