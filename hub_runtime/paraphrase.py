@@ -65,6 +65,8 @@ REWRITES: Final[tuple[Rewrite, ...]] = tuple((re.compile(pattern), repl) for pat
     # a message for the whole house
     (r"^(?:tell|let) (?:everyone|everybody|the whole house|the house|the family)(?: know)?(?: that)? (.+)$",
      r"broadcast \1"),
+    # "add" heard as "and" before an item for a list ("And eggs to the shopping list.")
+    (r"^(?:and|an|had) (?=.+ (?:to|on|onto) .*\blist$)", "add "),
     # "how much time is left": on the timer
     (r"^how (?:much time|long) (?:is )?(?:left|remaining|to go)$", "how much time is left on my timer"),
 ))

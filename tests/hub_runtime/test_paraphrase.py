@@ -45,6 +45,7 @@ def _turns(agent: Agent, *texts: str) -> list[Reply]:
     ("open the bedroom blinds halfway", "set the bedroom blinds position to 50 percent", "HassSetPosition",
      ["cover.bedroom_blinds"]),
     ("tell everyone that dinner is ready", "broadcast dinner is ready", "HassBroadcast", []),
+    ("And eggs to the shopping list.", "add eggs to the shopping list", "HassListAddItem", ["todo.shopping_list"]),
 ])
 def test_usual_words_are_rewritten_to_a_request_of_the_templates(agent: Agent, said: str, words: str,
                                                                    name: str, targets: list[str]) -> None:

@@ -746,6 +746,12 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     # ... but a question about it asks nothing to be done
     ("Is the kitchen light on?", [("is the kitchen light on", -3.0, 1.0)],
      ("grammar", "is the kitchen light on", False), "", None),
+    # ... and Whisper's own words in other words ("start" for a switch) say what the name is to do
+    ("Start the Christmas tree.", [("the christmas tree", -3.0, 1.0)], ("grammar", "the christmas tree", False), "",
+     None),
+    # Whisper's own words ask for more in other words than the sentence does: they are read, not the sentence
+    ("Open the bedroom blinds halfway.", [("open the bedroom blinds", -3.0, 1.0)],
+     ("open", "Open the bedroom blinds halfway.", False), "", None),
     # Whisper heard a quick "un" as a word: the polarity is open
     ("And pause the TV.", [("pause the tv", -3.0, 1.0)], ("grammar", "pause the tv", True), "", None),
     ("Amute the TV.", [("mute the tv", -3.0, 1.0)], ("grammar", "mute the tv", True), "", None),
