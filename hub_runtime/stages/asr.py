@@ -71,7 +71,7 @@ from ..frames import (
     WakeWordFrame,
 )
 from ..grammar import HomeGrammar
-from ..grammar.automaton import FUNCTION_WORDS, Dfa, tokenize
+from ..grammar.automaton import FUNCTION_WORDS, NUMBER_WORDS, Dfa, tokenize
 from ..grammar.pronounce import syllables
 from ..grammar.sample import sample_sentences
 from ..nlu import Intent
@@ -493,7 +493,9 @@ class AsrStage(Stage):
         The sentence the grammar tier (pocketsphinx) heard counts ``AGREEMENT_NATS`` more: two
         recognisers agree on it. So does the sentence Whisper's own free words are, word for word
         (its free decode wrote "Pause 36 seconds timer." and the search found "twenty six seconds
-        timer" 0.7 nats likelier; "Delete batteries on the Chores List." and "... magazine ...");
+        timer" 0.7 nats likelier; "Delete batteries on the Chores List." and "... magazine ..."),
+        or, when no sentence is them, each sentence with their numbers ("Set the reading lamp.
+        Write us to 80%." for "... to eighty percent", 1.7 nats ahead of "... eight percent");
         but not against the opposite action: the free decode hears "mute" for "unmute" in noise.
         ``known``: the utterance's meanings so far (added to).
         """
@@ -501,12 +503,16 @@ class AsrStage(Stage):
                       result.text_logprob, [(" ".join(h.words), round(h.score, 2), round(h.forced, 2))
                                             for h in result.sentences], " ".join(grammar_words))
         free = tuple(tokenize(result.text))  # Whisper's own words
+        free_numbers: tuple[tuple[str, ...], ...] = ()  # ... their numbers, when no sentence is them
+
+        def free_vote(h: Heard) -> bool:
+            return h.words == free or (bool(free_numbers) and _numbers(h.words) == free_numbers)
 
         def score(h: Heard) -> float:
-            return h.score + AGREEMENT_NATS * ((h.words == grammar_words) + (h.words == free))
+            return h.score + AGREEMENT_NATS * ((h.words == grammar_words) + free_vote(h))
 
         def opposite_score(h: Heard) -> float:  # the opposite action is weighed on the search's scores alone
-            return score(h) - AGREEMENT_NATS * (h.words == free)
+            return score(h) - AGREEMENT_NATS * free_vote(h)
 
         known = {} if known is None else known
 
@@ -515,6 +521,8 @@ class AsrStage(Stage):
                 and self._meaning(free, known) is not None):
             # Whisper's own words are a sentence of the grammar the search missed: one more candidate
             candidates.append(Heard(free, result.text_score, 0.0, result.text_logprob or 0.0))
+        if all(h.words != free for h in candidates):  # "Set the reading lamp. Write us to 80%."
+            free_numbers = _numbers(free)
         meaning_of = {h.words: self._meaning(h.words, known) for h in candidates}
         free_meaning = self._meaning(free, known) if free else None
         # Social small talk ("thank you very much", "see you soon") is what the search fits other
@@ -632,6 +640,15 @@ class AsrStage(Stage):
             grammar_text=grammar.text if grammar is not None else None,
             grammar_confidence=grammar.confidence if grammar is not None else None, overlapped=overlapped,
             paused=paused, unsure=unsure))
+
+
+def _numbers(words: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """The numbers in words, each a run of number words ("eighty", "twenty two")."""
+    runs: list[tuple[str, ...]] = []
+    for is_number, run in itertools.groupby(words, lambda word: word in NUMBER_WORDS):
+        if is_number:
+            runs.append(tuple(run))
+    return tuple(runs)
 
 
 def _intent_meaning(intent: Intent) -> tuple[object, ...]:

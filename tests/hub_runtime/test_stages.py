@@ -778,6 +778,13 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     ("Pause 36 seconds timer.",
      [("twenty six seconds timer", -5.2, 1.7), ("pause thirty six seconds timer", -5.9, 1.5)],
      ("grammar", "pause thirty six seconds timer", False), "pause thirty six seconds timer", None),
+    # ... and, when no sentence is Whisper's own words, so does one with their numbers: 80 is not 8
+    ("Set the kitchen light. Write us to 80%.",
+     [("set the kitchen light to eighty percent", -11.3, 3.9), ("set the kitchen light to eight percent", -12.9, 5.2)],
+     ("grammar", "set the kitchen light to eighty percent", False), "", None),
+    ("Set the kitchen light. Write us to 80%.",
+     [("set the kitchen light to eight percent", -11.3, 3.9), ("set the kitchen light to eighty percent", -12.9, 5.2)],
+     ("grammar", "set the kitchen light to eighty percent", True), "", None),
     # ... but not against the opposite action: the free decode may not have heard the polarity right
     ("Turn fans off.", [("turn fans off", -5.0, 1.0), ("turn fans on", -8.0, 2.0)],
      ("grammar", "turn fans off", True), "", None),
