@@ -549,9 +549,10 @@ class AsrStage(Stage):
         meanings = [meaning_of[h.words] for h in ranked]
         meaning = meanings[0]
         reworded = self._reworded(free, free_meaning, meaning)
-        if reworded is not None and reworded != meaning:
+        if reworded is not None and (reworded != meaning or self._bare_name(top.words, meaning)):
             # Whisper's own words ask for something else in other words ("Open the blinds halfway."
-            # for "open the blinds"): the understanding reads them (and asks first)
+            # for "open the blinds"), or say in them what a bare name is to do ("Start the coffee
+            # maker."): the understanding reads them, and asks first
             return None
         # Each other meaning weighs as its likeliest sentence: a meaning said many ways ("stop the
         # music", "... the media", "... the movie") is no likelier for it than one said one way
@@ -568,7 +569,7 @@ class AsrStage(Stage):
         opposed = any(opposite_score(top) - opposite_score(h) < (UN_OPPOSITE_NATS if h.words in un else OPPOSITE_NATS)
                       and _opposite(meaning, m) for h, m in zip(ranked[1:], meanings[1:], strict=True))
         unsure = (share < MIN_SHARE or opposed
-                  or (reworded is None and self._bare_name(top.words, meaning))
+                  or self._bare_name(top.words, meaning)
                   or _polarity_unclear(heard)
                   or _against(heard, top.words)
                   or _asks(heard, result.text, top.words)
@@ -596,7 +597,7 @@ class AsrStage(Stage):
 
         Only for an action the grammar's sentence would take, when the matcher cannot read
         Whisper's words themselves: "Start the coffee maker." says what "the coffee maker" (a
-        bare name) does; "Open the blinds halfway." says more than "open the blinds".
+        bare name) is to do; "Open the blinds halfway." says more than "open the blinds".
         """
         if not free or free_meaning is not None or meaning is None or _social(meaning):
             return None
