@@ -503,7 +503,15 @@ class AsrStage(Stage):
                       result.text_logprob, [(" ".join(h.words), round(h.score, 2), round(h.forced, 2))
                                             for h in result.sentences], " ".join(grammar_words))
         free = tuple(tokenize(result.text))  # Whisper's own words
-        free_numbers: tuple[tuple[str, ...], ...] = ()  # ... their numbers, when no sentence is them
+        known = {} if known is None else known
+
+        candidates = list(result.sentences)
+        if (result.text_score is not None and free and all(h.words != free for h in candidates)
+                and self._meaning(free, known) is not None):
+            # Whisper's own words are a sentence of the grammar the search missed: one more candidate
+            candidates.append(Heard(free, result.text_score, 0.0, result.text_logprob or 0.0))
+        # Whisper's numbers vote too, when no sentence is its words ("Set the reading lamp. Write us to 80%.")
+        free_numbers = _numbers(free) if all(h.words != free for h in candidates) else ()
 
         def free_vote(h: Heard) -> bool:
             return h.words == free or (bool(free_numbers) and _numbers(h.words) == free_numbers)
@@ -514,15 +522,6 @@ class AsrStage(Stage):
         def opposite_score(h: Heard) -> float:  # the opposite action is weighed on the search's scores alone
             return score(h) - AGREEMENT_NATS * free_vote(h)
 
-        known = {} if known is None else known
-
-        candidates = list(result.sentences)
-        if (result.text_score is not None and free and all(h.words != free for h in candidates)
-                and self._meaning(free, known) is not None):
-            # Whisper's own words are a sentence of the grammar the search missed: one more candidate
-            candidates.append(Heard(free, result.text_score, 0.0, result.text_logprob or 0.0))
-        if all(h.words != free for h in candidates):  # "Set the reading lamp. Write us to 80%."
-            free_numbers = _numbers(free)
         meaning_of = {h.words: self._meaning(h.words, known) for h in candidates}
         free_meaning = self._meaning(free, known) if free else None
         # Social small talk ("thank you very much", "see you soon") is what the search fits other
