@@ -36,6 +36,14 @@ _UNITS: Final = {w: i for i, w in enumerate(_ONES)}
 _TENS_MAP: Final = {w: i * 10 for i, w in enumerate(_TENS) if w != "_"}
 _SPACE_RE: Final = re.compile(r"\s+")
 _PUNCT_RE: Final = re.compile(r"[.!?,;]+$")
+# Hesitations, anywhere ("turn on the, uh, kitchen light"), and the words a spoken request
+# often opens with ("Okay, turn off the kitchen light.", "So, what time is it?"): when the
+# words as said match nothing, they are tried without them (never part of a template's words
+# there: a name that has one still matches as said, first)
+FILLERS: Final = frozenset({"um", "umm", "uh", "uhm", "uhh", "er", "erm", "hmm", "mm"})
+LEAD_INS: Final = (("all", "right"), ("alright",), ("okay",), ("ok",), ("so",), ("well",), ("oh",), ("and",),
+                   ("now",), ("right",), ("yeah",))
+_WORD_EDGE_RE: Final = re.compile(r"^[^\w']+|[^\w']+$")
 # Domains an intent acts on when its template names none (Home Assistant's handlers).
 INTENT_DOMAINS: Final[dict[str, tuple[str, ...]]] = {
     "HassLightSet": ("light",),
@@ -125,6 +133,18 @@ def words_to_digits(text: str) -> str:
     return " ".join(out)
 
 
+def without_fillers(text: str) -> str:
+    """``text`` without hesitations and without the lead-in words before a request (at least one word is kept)."""
+    words = [w for w in text.split() if _WORD_EDGE_RE.sub("", w).lower() not in FILLERS]
+    while True:
+        bare = [_WORD_EDGE_RE.sub("", w).lower() for w in words]
+        lead = next((n for n in LEAD_INS if tuple(bare[: len(n)]) == n and len(bare) > len(n)), None)
+        if lead is None:
+            break
+        words = words[len(lead) :]
+    return " ".join(words) if words else text
+
+
 def normalize(text: str) -> str:
     """Text as the matcher takes it: one space between words, no end punctuation."""
     return _SPACE_RE.sub(" ", _PUNCT_RE.sub("", text.strip())).strip()
@@ -188,6 +208,9 @@ class Nlu:
             digits = words_to_digits(clean)  # numbers the recogniser spelled ("fifty percent")
             if digits != clean:
                 return self.recognize(digits)
+            plain = normalize(without_fillers(clean))
+            if plain != clean:
+                return self.recognize(plain)
             return None
         return self._resolve(result, text, placeholder=placeholder)
 

@@ -16,7 +16,7 @@ from hub_runtime.agent import Agent, HomeModel
 from hub_runtime.catalog import Catalog
 from hub_runtime.grammar.automaton import WILDCARD, number_words, tokenize
 from hub_runtime.grammar.pronounce import ipa_to_arpabet
-from hub_runtime.nlu import words_to_digits
+from hub_runtime.nlu import without_fillers, words_to_digits
 from hub_runtime.settings import Settings
 from hub_runtime.understanding import Reply, Understanding
 
@@ -94,6 +94,26 @@ def test_out_of_grammar_gives_no_intent(agent: Agent) -> None:
     reply = respond(agent, "what is the capital of france")
     assert reply.intent is None and reply.source is None
     assert reply.response
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("Um, turn on the kitchen light.", "HassTurnOn"),
+    ("Okay, turn off the kitchen light.", "HassTurnOff"),
+    ("So, what time is it?", "HassGetCurrentTime"),
+    ("All right, uh, turn on the kitchen light", "HassTurnOn"),
+    ("turn on the, uh, kitchen light", "HassTurnOn"),
+])
+def test_hesitations_and_lead_ins_are_heard_past(agent: Agent, text: str, name: str) -> None:
+    intent = agent.recognize(text)
+    assert intent is not None and intent.name == name
+    assert intent.targets == ([] if name == "HassGetCurrentTime" else ["light.kitchen"])
+
+
+def test_without_fillers_keeps_a_word_and_the_request() -> None:
+    assert without_fillers("Well, um, so turn on the fan.") == "turn on the fan."
+    assert without_fillers("okay") == "okay"  # an answer, not a lead-in
+    assert without_fillers("um uh") == "um uh"
+    assert without_fillers("turn on the well pump") == "turn on the well pump"  # only before a request
 
 
 def test_catalog_change_changes_what_is_recognised(agent: Agent) -> None:
