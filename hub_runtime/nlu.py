@@ -14,6 +14,7 @@ otherwise the one room there is, is meant.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from dataclasses import dataclass, field, replace
@@ -41,8 +42,11 @@ _PUNCT_RE: Final = re.compile(r"[.!?,;]+$")
 # words as said match nothing, they are tried without them (never part of a template's words
 # there: a name that has one still matches as said, first)
 FILLERS: Final = frozenset({"um", "umm", "uh", "uhm", "uhh", "er", "erm", "hmm", "mm"})
-LEAD_INS: Final = (("all", "right"), ("alright",), ("okay",), ("ok",), ("so",), ("well",), ("oh",), ("and",),
-                   ("now",), ("right",), ("yeah",))
+LEAD_INS: Final = (("all", "right"), ("alright",), ("okay",), ("ok",), ("so",), ("well",), ("oh",), ("now",),
+                   ("right",), ("yeah",))  # not "and": a recogniser's "add" ("And milk to the list.")
+# Actions whose opposite is "un" + the word: a recogniser writes a quick "un" as a word of its
+# own ("Um, pause the music.", "And pause TV." for "unpause"), so no word before them is dropped
+UN_STEMS: Final = frozenset({"mute", "pause", "lock"})
 _WORD_EDGE_RE: Final = re.compile(r"^[^\w']+|[^\w']+$")
 # Domains an intent acts on when its template names none (Home Assistant's handlers).
 INTENT_DOMAINS: Final[dict[str, tuple[str, ...]]] = {
@@ -135,7 +139,11 @@ def words_to_digits(text: str) -> str:
 
 def without_fillers(text: str) -> str:
     """``text`` without hesitations and without the lead-in words before a request (at least one word is kept)."""
-    words = [w for w in text.split() if _WORD_EDGE_RE.sub("", w).lower() not in FILLERS]
+    said = text.split()
+    bare = [_WORD_EDGE_RE.sub("", w).lower() for w in said]
+    if any(b in FILLERS and after in UN_STEMS for b, after in itertools.pairwise(bare)):
+        return text  # "um pause" may be "unpause" heard
+    words = [w for w, b in zip(said, bare, strict=True) if b not in FILLERS]
     while True:
         bare = [_WORD_EDGE_RE.sub("", w).lower() for w in words]
         lead = next((n for n in LEAD_INS if tuple(bare[: len(n)]) == n and len(bare) > len(n)), None)

@@ -74,7 +74,7 @@ from ..grammar import HomeGrammar
 from ..grammar.automaton import FUNCTION_WORDS, NUMBER_WORDS, Dfa, tokenize
 from ..grammar.pronounce import syllables
 from ..grammar.sample import sample_sentences
-from ..nlu import Intent
+from ..nlu import UN_STEMS, Intent
 from ..paraphrase import request_paraphrase
 from ..pipeline import Direction, Stage
 from ..protocol import READ_ONLY_INTENTS, TIMER_INTENTS
@@ -119,7 +119,6 @@ POLARITY_WORDS: Final = (
     frozenset("off down close shut lower lock pause mute stop decrease dim quieter".split()))
 # Whisper hears a quick "un" as a word of its own ("unpause" → "and pause"): before one of
 # these, such a word leaves the polarity open.
-UN_STEMS: Final = frozenset({"mute", "pause", "lock"})
 UN_SOUNDS: Final = frozenset("un a an and en in um uh ann anne".split())
 UN_PREFIXES: Final = frozenset("a an en in em um ah".split())  # fused: "amute", "enlock"
 MIN_SPECULATE_MS: Final = 300  # shortest utterance worth a speculative pass

@@ -114,6 +114,10 @@ def test_without_fillers_keeps_a_word_and_the_request() -> None:
     assert without_fillers("okay") == "okay"  # an answer, not a lead-in
     assert without_fillers("um uh") == "um uh"
     assert without_fillers("turn on the well pump") == "turn on the well pump"  # only before a request
+    assert without_fillers("And milk to the shopping list.") == "And milk to the shopping list."  # "add" heard
+    # a quick "un" is written as a word of its own: "Um, pause the music." may be "unpause"
+    assert without_fillers("Um, pause the music.") == "Um, pause the music."
+    assert without_fillers("Okay, pause the music.") == "pause the music."
 
 
 def test_catalog_change_changes_what_is_recognised(agent: Agent) -> None:
