@@ -144,13 +144,12 @@ def without_fillers(text: str) -> str:
     if any(b in FILLERS and after in UN_STEMS for b, after in itertools.pairwise(bare)):
         return text  # "um pause" may be "unpause" heard
     words = [w for w, b in zip(said, bare, strict=True) if b not in FILLERS]
-    while True:
-        bare = [_WORD_EDGE_RE.sub("", w).lower() for w in words]
-        lead = next((n for n in LEAD_INS if tuple(bare[: len(n)]) == n and len(bare) > len(n)), None)
-        if lead is None:
-            break
-        words = words[len(lead) :]
-    return " ".join(words) if words else text
+    bare = [b for b in bare if b not in FILLERS]
+    start = 0
+    while lead := next((n for n in LEAD_INS
+                        if tuple(bare[start : start + len(n)]) == n and len(bare) - start > len(n)), None):
+        start += len(lead)
+    return " ".join(words[start:]) if words else text
 
 
 def normalize(text: str) -> str:

