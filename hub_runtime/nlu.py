@@ -152,6 +152,15 @@ def without_fillers(text: str) -> str:
     return " ".join(words[start:]) if words else text
 
 
+OPENING_WORDS: Final = FILLERS | {w for lead in LEAD_INS for w in lead}
+
+
+def only_opening(text: str) -> bool:
+    """Whether ``text`` is only hesitations and lead-in words ("So.", "Okay, um"): a request may follow."""
+    bare = [_WORD_EDGE_RE.sub("", w).lower() for w in text.split()]
+    return bool(bare) and all(b in OPENING_WORDS for b in bare)
+
+
 def normalize(text: str) -> str:
     """Text as the matcher takes it: one space between words, no end punctuation."""
     return _SPACE_RE.sub(" ", _PUNCT_RE.sub("", text.strip())).strip()

@@ -74,7 +74,7 @@ from ..grammar import HomeGrammar
 from ..grammar.automaton import FUNCTION_WORDS, NUMBER_WORDS, Dfa, tokenize
 from ..grammar.pronounce import syllables
 from ..grammar.sample import sample_sentences
-from ..nlu import UN_STEMS, Intent
+from ..nlu import UN_STEMS, Intent, only_opening
 from ..paraphrase import request_paraphrase
 from ..pipeline import Direction, Stage
 from ..protocol import READ_ONLY_INTENTS, TIMER_INTENTS
@@ -381,7 +381,9 @@ class AsrStage(Stage):
         not unsure: pocketsphinx fits a pause inside a sentence to a command ("time left on
         fifty seven minute [pause] timer" heard as "toggle every our study light"). When they
         were not, the pass's sentence must also be Whisper's own free words (a pause after
-        "open up" is not "volume up" said).
+        "open up" is not "volume up" said). When Whisper's words are only those a request opens
+        with ("So.", "Okay, um") and answer no question, the verdict holds no words: the turn
+        waits as for words that are no command.
         """
         result = await speculation.task
         if self._speculation is not speculation:
@@ -392,7 +394,14 @@ class AsrStage(Stage):
         speculation.choice = (words, choice)
         sure = (choice is not None and not choice[2] and self.agent.model.grammar.is_complete(list(choice[0]))
                 and (bool(words) or tuple(tokenize(result.text)) == choice[0]))
-        heard = choice[0] if sure and choice is not None else words
+        heard: tuple[str, ...]
+        if only_opening(result.text) and not (sure and self._answering):
+            # Whisper heard only the words a request opens with ("So.", "Okay, um"), and they answer
+            # no question of the hub's: more may come ("So, [pause] what time is it?"), and
+            # pocketsphinx's command in them ("hello" for "So,") is not what was said
+            sure, heard = False, ()
+        else:
+            heard = choice[0] if sure and choice is not None else words
         _LOGGER.debug("the pause's verdict: %r %s", " ".join(heard), "complete" if sure else "not sure")
         await self.push(PartialTranscriptFrame(text=" ".join(heard), complete=sure, checked=True))
 

@@ -108,6 +108,7 @@ class TurnStage(Stage):
         self._grammar_complete = False  # the grammar tier's own words are a full command
         self._checking = False  # the second tier checks this pause: wait for its verdict
         self._verdict: bool | None = None  # ... its verdict: the grammar tier's words do not overrule it
+        self._verdict_words = ""  # ... the words it holds as said ("": none of a command yet, "So.")
         self._words = ""  # the running hypothesis
         self._barge = False  # playback paused, not yet decided
         self._pre_voiced_ms = 0  # speech heard while replying, before the VAD opened a turn
@@ -185,7 +186,7 @@ class TurnStage(Stage):
     async def _partial(self, frame: PartialTranscriptFrame) -> None:
         self._words = frame.text
         if frame.checked:  # the second tier's verdict on this pause
-            self._checking, self._verdict = False, frame.complete
+            self._checking, self._verdict, self._verdict_words = False, frame.complete, frame.text
             if self._open and self._silence_ms >= self._needed_silence_ms():
                 await self._end_turn()  # it came between frames: no need to wait for the next
             return
@@ -210,8 +211,10 @@ class TurnStage(Stage):
             return self.settings.incomplete_silence_ms
         if not self._complete:
             # the grammar tier's full command that the second tier was not sure of: a pause
-            # inside a longer sentence, or words it did not make out; a little longer for more
-            doubted = self._verdict is False and self._grammar_complete
+            # inside a longer sentence, or words it did not make out; a little longer for more.
+            # Not when the second tier heard no words of a command at all ("So," and a pause,
+            # that pocketsphinx fitted to "hello"): the request is still to come
+            doubted = self._verdict is False and self._grammar_complete and bool(self._verdict_words)
             return self.settings.short_silence_ms if doubted else self.settings.incomplete_silence_ms
         if len(self._words.split()) < 2 or self._barge:  # "stop" may go on: "stop the mower"
             # over the hub (paused: it is quiet anyway), the grammar's words are not trusted to be

@@ -16,7 +16,7 @@ from hub_runtime.agent import Agent, HomeModel
 from hub_runtime.catalog import Catalog
 from hub_runtime.grammar.automaton import WILDCARD, number_words, tokenize
 from hub_runtime.grammar.pronounce import ipa_to_arpabet
-from hub_runtime.nlu import without_fillers, words_to_digits
+from hub_runtime.nlu import only_opening, without_fillers, words_to_digits
 from hub_runtime.settings import Settings
 from hub_runtime.understanding import Reply, Understanding
 
@@ -118,6 +118,8 @@ def test_without_fillers_keeps_a_word_and_the_request() -> None:
     # a quick "un" is written as a word of its own: "Um, pause the music." may be "unpause"
     assert without_fillers("Um, pause the music.") == "Um, pause the music."
     assert without_fillers("Okay, pause the music.") == "pause the music."
+    assert only_opening("So.") and only_opening("Okay, um") and only_opening("All right,")
+    assert not only_opening("") and not only_opening("So, stop.") and not only_opening("hello")
 
 
 def test_catalog_change_changes_what_is_recognised(agent: Agent) -> None:

@@ -167,6 +167,20 @@ def test_the_second_tiers_verdict_on_a_pause_decides_how_long_the_turn_waits() -
     assert [e.silence_ms for e in ended.of(EndOfTurnFrame, up=True)] == [TurnSettings().short_silence_ms]
 
 
+def test_a_verdict_with_no_words_of_a_command_waits_for_the_request() -> None:
+    """ "So, [pause] what time is it?": pocketsphinx fits "So," to "hello"; Whisper heard only "So."."""
+    said = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame("hello", True),
+            *_speech(300, 1, speech=False), CheckingFrame(), *_speech(330, 4, speech=False),
+            PartialTranscriptFrame("", False, checked=True), PartialTranscriptFrame("help", True)]
+    # a doubted command would end after short_silence_ms; this waits as for words that are no command
+    assert not run(_turn(), [*said, *_speech(450, 6, speech=False)]).of(EndOfTurnFrame, up=True)
+    went_on = run(_turn(), [*said, *_speech(450, 3, speech=False), *_speech(540, 10),
+                            PartialTranscriptFrame("what time is it", True), *_speech(840, 3, speech=False)])
+    assert [e.silence_ms for e in went_on.of(EndOfTurnFrame, up=True)] == [90]
+    ended = run(_turn(), [*said, *_speech(450, 20, speech=False)]).of(EndOfTurnFrame, up=True)
+    assert [e.silence_ms for e in ended] == [TurnSettings().incomplete_silence_ms + 10]
+
+
 def test_a_one_word_command_or_any_over_the_hub_waits_a_little_longer() -> None:
     """ "stop" may go on ("stop the mower"); over the hub (paused) the grammar's words may be cut short."""
     frames = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame("stop", True),
