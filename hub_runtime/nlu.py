@@ -27,6 +27,7 @@ from .grammar import SKIP_PREFIXES, SKIP_SUFFIXES, HomeGrammar
 from .grammar.automaton import _ONES, _TENS, NUMBER_WORDS
 from .protocol import IntentData
 from .smalltalk import is_local
+from .text import text_words
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -157,8 +158,8 @@ OPENING_WORDS: Final = FILLERS | {w for lead in LEAD_INS for w in lead}
 
 def only_opening(text: str) -> bool:
     """Whether ``text`` is only hesitations and lead-in words ("So.", "Okay, um"): a request may follow."""
-    bare = [_WORD_EDGE_RE.sub("", w).lower() for w in text.split()]
-    return bool(bare) and all(b in OPENING_WORDS for b in bare)
+    words = text_words(text)
+    return bool(words) and all(w in OPENING_WORDS for w in words)
 
 
 def normalize(text: str) -> str:
