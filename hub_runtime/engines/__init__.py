@@ -69,10 +69,7 @@ def make_transcriber(settings: Settings) -> Transcriber | None:
         return None
     from .whisper import WhisperTranscriber
 
-    # one core is kept for the search within the grammar, which runs beside CTranslate2's free
-    # decode: on 2 cores, CTranslate2 on 2 threads made the pass slower (p50 120 against 97 ms on
-    # the voice-loop bench's commands) and cost more CPU (177 against 160 ms), the same words
-    return WhisperTranscriber(settings.asr.whisper_model, threads=max(1, settings.hardware.num_threads - 1),
+    return WhisperTranscriber(settings.asr.whisper_model, threads=settings.hardware.num_threads,
                               beam_size=settings.asr.beam_size)
 
 

@@ -87,14 +87,9 @@ def bundled_model() -> Path:
 class WhisperTranscriber:
     """Transcribes one utterance at a time (call from a worker thread)."""
 
-    def __init__(self, model_dir: str | Path | None = None, *, threads: int = 1,
+    def __init__(self, model_dir: str | Path | None = None, *, threads: int = 2,
                  beam_size: int = 1) -> None:
-        """Load the model (about 0.5 s for tiny.en); numpy's BLAS keeps to one thread from now on.
-
-        ``threads``: CTranslate2's (the encoder and the free decode). The search within the
-        grammar runs beside the free decode on a thread of its own: give CTranslate2 the cores
-        it leaves.
-        """
+        """Load the model (about 0.5 s for tiny.en); numpy's BLAS keeps to one thread from now on."""
         from faster_whisper import WhisperModel
         from faster_whisper.feature_extractor import FeatureExtractor
         from threadpoolctl import threadpool_limits

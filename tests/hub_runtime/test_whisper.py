@@ -19,7 +19,7 @@ from hub_runtime.stages.asr import MAX_FORCED
 
 @pytest.fixture(scope="module")
 def whisper() -> Iterator[WhisperTranscriber]:
-    yield WhisperTranscriber()
+    yield WhisperTranscriber(threads=2)
 
 
 @pytest.fixture(scope="module")
