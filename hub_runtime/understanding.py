@@ -40,7 +40,7 @@ from .catalog import Entity
 from .engines.base import LlmEngine
 from .grammar.automaton import FUNCTION_WORDS
 from .llm.check import NOT_SURE
-from .nlu import Intent, words_to_digits
+from .nlu import Intent, only_opening, words_to_digits
 from .paraphrase import request_paraphrase
 from .protocol import READ_ONLY_INTENTS, TIMER_INTENTS
 from .settings import Settings
@@ -302,6 +302,13 @@ class Understanding:
             if answered:
                 return
         intent = self.agent.recognize(text) if self.prefer_local or self.llm is None else None
+        if (spoken and (only_opening(text) or is_backchannel(text))
+                and (intent is None or intent.name in ANSWERS)):
+            # "Okay." after the hub's answer, "mm hmm", a "So." nothing followed: the person
+            # acknowledges, or talks to someone else; nothing was asked, no apology is due
+            # ("thank you" is small talk, and answered)
+            yield Said("", None)
+            return
         tail = stopped is not None and (self.clock() - stopped).total_seconds() < STOP_TAIL_S
         if intent is not None and tail and intent.name in TAIL_INTENTS:
             yield Said("", None)

@@ -18,7 +18,17 @@ from hub_runtime.llm.dialogue import LlmDialogue
 from hub_runtime.nlu import CUSTOM_SENTENCE_KEY
 from hub_runtime.settings import Settings
 from hub_runtime.timers import Timers
-from hub_runtime.understanding import CANNOT, DECLINED, NOT_HEARD, WHICH_ROOM, Reply, Said, Understanding, is_stop
+from hub_runtime.understanding import (
+    CANNOT,
+    DECLINED,
+    NO_INTENT_RESPONSE,
+    NOT_HEARD,
+    WHICH_ROOM,
+    Reply,
+    Said,
+    Understanding,
+    is_stop,
+)
 
 
 class Clock:
@@ -348,6 +358,22 @@ def test_the_tail_of_a_stop_gets_no_apology() -> None:
     assert said("stop", overlapped=True) == "" and "Turned on" in said("turn on the kitchen light")
     assert said("stop", overlapped=True) == "" and said("thank you") == ""  # "stop, thanks": quiet
     assert said("thank you") != ""
+
+
+def test_a_spoken_acknowledgement_gets_no_reply() -> None:
+    """A spoken "Okay." or "mm hmm" asks for nothing: no apology. Typed, Home Assistant's reply."""
+    u = understanding()
+
+    def said(text: str, spoken: bool = True) -> tuple[str, ...]:
+        async def go() -> tuple[str, ...]:
+            return tuple(p.text for p in [p async for p in u.turn(text, spoken=spoken)] if isinstance(p, Said))
+        return asyncio.run(go())
+
+    for text in ("Okay.", "mm hmm", "So.", "Okay, um.", "yeah", "All right."):
+        assert said(text) == ("",), text
+        assert said(text, spoken=False) == (NO_INTENT_RESPONSE,), text
+    assert "Turned on" in said("Okay, turn on the kitchen light.")[0]
+    assert said("thank you") != ("",)  # small talk is answered
 
 
 @pytest.mark.parametrize(("text", "stop"), [
