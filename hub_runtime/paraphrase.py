@@ -35,10 +35,16 @@ REWRITES: Final[tuple[Rewrite, ...]] = tuple((re.compile(pattern), repl) for pat
     # the particle after the thing: "switch the telly off", "turn the volume up on the TV"
     (r"\b(?:kill|cut|shut|switch|flip|turn|power) (.+?) (on|off|up|down)\b", r"turn \2 \1"),
     (r"^turn (up|down) (?=.*\bvolume\b)", r"\1 "),  # "up the volume on the tv"
+    # the volume said by how it sounds: "louder", "a bit quieter please"
+    (r"^(?:make it |a (?:bit|little) |much )?louder(?: please)?$", "turn up the volume"),
+    (r"^(?:make it |a (?:bit|little) |much )?(?:quieter|softer)(?: please)?$", "turn down the volume"),
     # names of things people use
     (r"\b(?:telly|television)\b", "tv"),
     (r"\bsend (.+?) (?:back )?(?:home|to (?:its |the )?(?:base|dock|charger|charging station))$", r"return \1 to base"),
     (r"\bsend (.+?) back$", r"return \1 to base"),
+    (r"^stop (?:vacuuming|hoovering)$", "return the vacuum to base"),
+    # the room said for its door: "open the garage"
+    (r"^(open|close|shut) (the|my|our) garage$", r"\1 \2 garage door"),
     # the name of a timer before it: "set a pasta timer for ten minutes"
     (r"\b(set|start|make|create) (?:a|an|the|my) ([a-z]+) timer for (.+)$", r"\1 a timer for \3 named \2"),
     # a wish said as a remark

@@ -46,6 +46,9 @@ def _turns(agent: Agent, *texts: str) -> list[Reply]:
      ["cover.bedroom_blinds"]),
     ("tell everyone that dinner is ready", "broadcast dinner is ready", "HassBroadcast", []),
     ("And eggs to the shopping list.", "add eggs to the shopping list", "HassListAddItem", ["todo.shopping_list"]),
+    ("Louder, please.", "turn up the volume", "HassSetVolumeRelative", ["media_player.tv"]),
+    ("a bit quieter", "turn down the volume", "HassSetVolumeRelative", ["media_player.tv"]),
+    ("open the garage", "open the garage door", "HassTurnOn", ["cover.garage_door"]),
 ])
 def test_usual_words_are_rewritten_to_a_request_of_the_templates(agent: Agent, said: str, words: str,
                                                                    name: str, targets: list[str]) -> None:
@@ -54,6 +57,14 @@ def test_usual_words_are_rewritten_to_a_request_of_the_templates(agent: Agent, s
     assert found is not None
     assert found[0] == words
     assert (found[1].name, found[1].targets) == (name, targets)
+
+
+def test_stop_vacuuming_asks_to_send_the_vacuum_home(agent: Agent) -> None:
+    """The home's one vacuum: "stop vacuuming" is asked about as its return to base (no intent stops one)."""
+    asked, done = _turns(agent, "Stop vacuuming.", "yes")
+    assert asked.intent is None and asked.expects_reply
+    assert "Robot Vacuum" in asked.response, asked.response
+    assert done.intent is not None and done.intent.name == "HassVacuumReturnToBase"
 
 
 def test_text_no_rewrite_makes_a_request_is_no_paraphrase(agent: Agent) -> None:
