@@ -302,13 +302,14 @@ class Understanding:
             if answered:
                 return
         intent = self.agent.recognize(text) if self.prefer_local or self.llm is None else None
-        if (spoken and (only_opening(text) or is_backchannel(text))
-                and (intent is None or intent.name in ANSWERS)):
+        if spoken and (only_opening(text) or is_backchannel(text)):
             # "Okay." after the hub's answer, "mm hmm", a "So." nothing followed: the person
             # acknowledges, or talks to someone else; nothing was asked, no apology is due
-            # ("thank you" is small talk, and answered)
-            yield Said("", None)
-            return
+            # ("thank you" is small talk, and answered; read here also when the LLM goes first)
+            said = intent if intent is not None else self.agent.recognize(text)
+            if said is None or said.name in ANSWERS:
+                yield Said("", None)
+                return
         tail = stopped is not None and (self.clock() - stopped).total_seconds() < STOP_TAIL_S
         if intent is not None and tail and intent.name in TAIL_INTENTS:
             yield Said("", None)
