@@ -2,9 +2,11 @@
 
 "kill the porch light", "switch the telly off", "send the roomba home", "set a pasta timer
 for ten minutes", "turn on the garden sprinkler" (a valve opens), "turn the volume up on the
-TV", "it's too dark in the study". Each rewrite is a general English equivalence, tried one
-at a time and three in a row at most, and the NLU reads the result; the fewest rewrites that
-make a request win, and only when they all mean the same thing.
+TV", "it's too dark in the study", "make it warmer in the hallway" (its thermostat's target
+a step up), "switch the coffee machine on" (the Coffee Maker), "are the blinds open". Each
+rewrite is a general English equivalence, tried one at a time and three in a row at most,
+and the NLU reads the result; the fewest rewrites that make a request win, and only when
+they all mean the same thing.
 
 The hub never acts on a paraphrase at once (:class:`~.understanding.Understanding` asks "Do
 you want me to turn off the Porch Light?", as for the LLM's proposals); a question that only
@@ -75,6 +77,10 @@ REWRITES: Final[tuple[Rewrite, ...]] = tuple((re.compile(pattern), repl) for pat
     (r"^(?:and|an|had) (?=.+ (?:to|on|onto) .*\blist$)", "add "),
     # "how much time is left": on the timer
     (r"^how (?:much time|long) (?:is )?(?:left|remaining|to go)$", "how much time is left on my timer"),
+    # a state asked of a kind without "any" or "all": "are the blinds open" asks whether any is
+    # open, "are the doors locked" whether all are (the answer names the ones that differ)
+    (r"^are the (.+) (on|open|unlocked|playing|running)$", r"are any \1 \2"),
+    (r"^are the (.+) (off|closed|shut|locked)$", r"are all the \1 \2"),
 ))
 # What people call a device by its kind (domain → words), when the home has one of that kind
 KIND_WORDS: Final[dict[str, tuple[str, ...]]] = {
@@ -83,6 +89,16 @@ KIND_WORDS: Final[dict[str, tuple[str, ...]]] = {
     "climate": ("thermostat", "heating", "heat", "air conditioning", "air conditioner", "ac"),
     "valve": ("sprinklers", "sprinkler", "valve"),
 }
+# Words for the same thing in a device's name: "the coffee machine" is the Coffee Maker
+NAME_SYNONYMS: Final = tuple(frozenset(group.split()) for group in (
+    "maker machine", "lamp light", "blinds shades", "blind shade", "fridge refrigerator", "sofa couch"))
+# A warmth said as a wish or a remark ("make it warmer", "it's too cold in the hallway"):
+# the thermostat's target one step up or down (``TEMPERATURE_STEP`` by its unit)
+_WARMER: Final = (r"(?:make it (?:a (?:bit|little) )?(?:warmer|hotter)|turn up the (?:heat|heating|temperature)"
+                  r"|(?:it's|it is|its) (?:too |so |very |really |a bit |a little |kind of )?(?:cold|chilly|freezing))")
+_COOLER: Final = (r"(?:make it (?:a (?:bit|little) )?(?:cooler|colder)|turn down the (?:heat|heating|temperature)"
+                  r"|(?:it's|it is|its) (?:too |so |very |really |a bit |a little |kind of )?(?:hot|warm|stuffy))")
+TEMPERATURE_STEP: Final = {"°C": 1.0, "°F": 2.0}
 _SPACE_RE: Final = re.compile(r"\s+")
 
 
@@ -101,6 +117,53 @@ def kind_rewrites(only: Mapping[str, str]) -> tuple[Rewrite, ...]:
     return tuple(out)
 
 
+def name_rewrites(entities: Iterable[Entity]) -> tuple[Rewrite, ...]:
+    """Rewrites of a name said with another word for one of its words ("the coffee machine") to the name.
+
+    Only where that other name is no device's and only one device's name becomes it.
+    """
+    entities = list(entities)
+    names = {tuple(text_words(n)) for e in entities for n in e.names}
+    variants: dict[tuple[str, ...], set[str]] = {}
+    for entity in entities:
+        for name in entity.names:
+            words = tuple(text_words(name))
+            for i, word in enumerate(words):
+                for group in NAME_SYNONYMS:
+                    for other in group - {word} if word in group else ():
+                        variant = (*words[:i], other, *words[i + 1:])
+                        if variant not in names:
+                            variants.setdefault(variant, set()).add(" ".join(words))
+    return tuple((re.compile(rf"\b{re.escape(' '.join(variant))}\b"), next(iter(said)))
+                 for variant, said in variants.items() if len(said) == 1)
+
+
+def temperature_rewrites(entities: Iterable[Entity]) -> tuple[Rewrite, ...]:
+    """Rewrites of a warmth wished for in a room ("make it warmer in the hallway") to its thermostat's new target.
+
+    The target one step (``TEMPERATURE_STEP``) from the thermostat's present one; said
+    without a room, the home's one thermostat. A thermostat without a target: no rewrite.
+    """
+    climates = [e for e in entities if e.domain == "climate"]
+    out: list[Rewrite] = []
+    for entity in climates:
+        target = entity.attributes.get("temperature")
+        if isinstance(target, bool) or not isinstance(target, int | float):
+            continue
+        unit = str(entity.attributes.get("temperature_unit") or entity.attributes.get("unit_of_measurement") or "°C")
+        step = TEMPERATURE_STEP.get(unit, 1.0)
+        name = " ".join(text_words(entity.name))
+        area = re.escape(" ".join(text_words(entity.area or "")))
+        places = [rf" (?:in|at) (?:the |my |our )?{area}"] if area else []
+        if len(climates) == 1:  # the home's one thermostat, for wherever the hub is
+            places.append("(?: in here)?")
+        for wish, sign in ((_WARMER, 1), (_COOLER, -1)):
+            value = f"{target + sign * step:g}"
+            for place in places:
+                out.append((re.compile(rf"^{wish}{place}$"), f"set the {name} to {value} degrees"))
+    return tuple(out)
+
+
 def rewrites(text: str, more: tuple[Rewrite, ...] = ()) -> Iterator[str]:
     """Each text one rewrite makes of ``text`` (normalised: lower case, no punctuation); ``more`` after the usual."""
     for pattern, repl in (*REWRITES, *more):
@@ -110,15 +173,16 @@ def rewrites(text: str, more: tuple[Rewrite, ...] = ()) -> Iterator[str]:
 
 
 def paraphrase(text: str, recognize: Callable[[str], Intent | None],
-               only: Mapping[str, str] | None = None) -> tuple[str, Intent] | None:
+               only: Mapping[str, str] | None = None, home: tuple[Rewrite, ...] = ()) -> tuple[str, Intent] | None:
     """The request the fewest rewrites make of ``text``, with the words they made, else None.
 
     ``recognize``: the NLU; a rewrite it reads as a request that fails (no such device)
     does not count. Rewrites that make different requests at the fewest steps: None (ask
     nothing, guess nothing). ``only``: the home's one device of a kind (domain → name),
-    for :func:`kind_rewrites`.
+    for :func:`kind_rewrites`; ``home``: more rewrites of this home's names and states
+    (:func:`name_rewrites`, :func:`temperature_rewrites`).
     """
-    more = kind_rewrites(only or {})
+    more = kind_rewrites(only or {}) + home
     said = " ".join(text_words(text))
     frontier, seen = [said], {said}
     for _ in range(MAX_REWRITES):
@@ -156,4 +220,5 @@ def request_paraphrase(text: str, recognize: Callable[[str], Intent | None],
         intent = recognize(words)
         return None if intent is None or intent.name in ANSWERS or is_local(intent.name) else intent
 
-    return paraphrase(text, request, only_of_kind(entities))
+    entities = list(entities)
+    return paraphrase(text, request, only_of_kind(entities), name_rewrites(entities) + temperature_rewrites(entities))

@@ -8,7 +8,14 @@ import pytest
 
 from hub_runtime.agent import Agent, HomeModel
 from hub_runtime.catalog import Catalog
-from hub_runtime.paraphrase import kind_rewrites, paraphrase, rewrites
+from hub_runtime.paraphrase import (
+    kind_rewrites,
+    name_rewrites,
+    paraphrase,
+    request_paraphrase,
+    rewrites,
+    temperature_rewrites,
+)
 from hub_runtime.settings import Settings
 from hub_runtime.understanding import NO_INTENT_RESPONSE, Reply, Understanding
 
@@ -97,6 +104,8 @@ def test_words_nothing_makes_a_request_of_are_not_understood(agent: Agent) -> No
     ("is it going to rain today", "what's the weather", "HassGetWeather"),
     ("Do I need an umbrella?", "what's the weather", "HassGetWeather"),
     ("how much time is left", "how much time is left on my timer", "HassTimerStatus"),
+    ("are the blinds open", "are any blinds open", "HassGetState"),
+    ("are the lights off", "are all the lights off", "HassGetState"),
 ])
 def test_questions_said_another_way_are_read(agent: Agent, said: str, words: str, name: str) -> None:
     found = paraphrase(said, agent.recognize)
@@ -122,3 +131,44 @@ def test_understanding_names_the_one_device_of_a_kind_and_asks_first(agent: Agen
     assert done.intent is not None and done.intent.name == "HassVacuumStart"
     (question,) = _turns(agent, "is it going to rain")
     assert question.intent is not None and question.intent.name == "HassGetWeather"  # a question is answered
+
+
+def test_a_name_said_with_another_word_for_one_of_its_words_is_the_device(agent: Agent) -> None:
+    entities = list(agent.model.catalog)
+    assert agent.recognize("turn on the reading light") is None
+    found = paraphrase("turn on the reading light", agent.recognize, home=name_rewrites(entities))
+    assert found is not None and found[0] == "turn on the reading lamp"
+    assert (found[1].name, found[1].targets) == ("HassTurnOn", ["light.living_room_lamp"])
+    # "living room lamp" is a name already: it is not made the other way into "living room light"
+    assert all(pattern.pattern != r"\bliving\ room\ lamp\b" for pattern, _ in name_rewrites(entities))
+    # a lamp and a light side by side: each name is said as it is, neither is rewritten
+    pair = Catalog.from_dict({"entities": [{"entity_id": "light.desk_lamp", "name": "Desk Lamp"},
+                                           {"entity_id": "light.desk_light", "name": "Desk Light"}]})
+    assert name_rewrites(pair) == ()
+
+
+def test_a_warmth_wished_for_sets_the_thermostat_one_step_from_its_target(agent: Agent) -> None:
+    entities = list(agent.model.catalog)
+    for said, value in (("make it warmer in the living room", 21), ("it's too cold", 21), ("turn the heat up", 21),
+                        ("make it a bit cooler", 19), ("it's too warm in the living room", 19)):
+        found = request_paraphrase(said, agent.recognize, entities)
+        assert found is not None, said
+        assert (found[1].name, found[1].targets) == ("HassClimateSetTemperature", ["climate.thermostat"]), said
+        assert float(found[1].slots["temperature"]) == value, said
+    assert request_paraphrase("make it warmer in the kitchen", agent.recognize, entities) is None  # no thermostat there
+    fahrenheit = Catalog.from_dict({"entities": [
+        {"entity_id": "climate.den", "name": "Den Thermostat", "area": "Den", "state": "heat",
+         "attributes": {"temperature": 68, "temperature_unit": "°F"}},
+        {"entity_id": "climate.attic", "name": "Attic Thermostat", "area": "Attic", "state": "off"}]})
+    rules = temperature_rewrites(fahrenheit)
+    assert [said for pattern, said in rules if pattern.match("make it warmer in the den")] == [
+        "set the den thermostat to 70 degrees"]
+    assert not any(pattern.match("make it warmer") for pattern, _ in rules)  # two thermostats: which one?
+
+
+def test_a_warmth_wished_for_is_asked_about_and_done_on_yes(agent: Agent) -> None:
+    asked, done = _turns(agent, "make it warmer in here", "yes")
+    assert asked.intent is None
+    assert asked.response == "Do you want me to set the temperature of the Thermostat to 21 degrees?"
+    assert done.intent is not None and done.intent.name == "HassClimateSetTemperature"
+    assert agent.model.catalog.get("climate.thermostat").attributes["temperature"] == 21

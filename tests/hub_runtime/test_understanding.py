@@ -214,7 +214,7 @@ def test_an_llm_proposal_against_the_words_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("text", "call", "asked"), [
-    ("make it warmer", '{"intent": "HassTurnOn", "name": "Bedroom Light"}', False),
+    ("I feel a bit chilly", '{"intent": "HassTurnOn", "name": "Bedroom Light"}', False),
     ("it's way too dark in the kitchen", '{"intent": "HassTurnOff", "name": "Kitchen Light"}', False),
     ("it's way too dark in here", '{"intent": "HassTurnOn", "name": "Kitchen Light"}', True),
     ("I can't see a thing in the bedroom", '{"intent": "HassTurnOn", "name": "Bedroom Light"}', True),
