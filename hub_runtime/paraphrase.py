@@ -3,10 +3,10 @@
 "kill the porch light", "switch the telly off", "send the roomba home", "set a pasta timer
 for ten minutes", "turn on the garden sprinkler" (a valve opens), "turn the volume up on the
 TV", "it's too dark in the study", "make it warmer in the hallway" (its thermostat's target
-a step up), "switch the coffee machine on" (the Coffee Maker), "are the blinds open". Each
-rewrite is a general English equivalence, tried one at a time and three in a row at most,
-and the NLU reads the result; the fewest rewrites that make a request win, and only when
-they all mean the same thing.
+a step up), "dim the desk lamp", "switch the coffee machine on" (the Coffee Maker), "are the
+blinds open". Each rewrite is a general English equivalence, tried one at a time and three
+in a row at most, and the NLU reads the result; the fewest rewrites that make a request
+win, and only when they all mean the same thing.
 
 The hub never acts on a paraphrase at once (:class:`~.understanding.Understanding` asks "Do
 you want me to turn off the Porch Light?", as for the LLM's proposals); a question that only
@@ -99,6 +99,9 @@ _WARMER: Final = (r"(?:make it (?:a (?:bit|little) )?(?:warmer|hotter)|turn up t
 _COOLER: Final = (r"(?:make it (?:a (?:bit|little) )?(?:cooler|colder)|turn down the (?:heat|heating|temperature)"
                   r"|(?:it's|it is|its) (?:too |so |very |really |a bit |a little |kind of )?(?:hot|warm|stuffy))")
 TEMPERATURE_STEP: Final = {"°C": 1.0, "°F": 2.0}
+# A light made brighter or dimmer: its brightness this many points of 100 up or down
+BRIGHTNESS_STEP: Final = 25
+MIN_DIM_PERCENT: Final = 5  # dimmed no lower than this (lower is off, which "dim" does not ask)
 _SPACE_RE: Final = re.compile(r"\s+")
 
 
@@ -164,6 +167,41 @@ def temperature_rewrites(entities: Iterable[Entity]) -> tuple[Rewrite, ...]:
     return tuple(out)
 
 
+def brightness_rewrites(entities: Iterable[Entity]) -> tuple[Rewrite, ...]:
+    """Rewrites of a light made brighter or dimmer ("dim the desk lamp", "make the porch light brighter").
+
+    Its brightness ``BRIGHTNESS_STEP`` points up (at most 100) or down (not under
+    ``MIN_DIM_PERCENT``), from its present one (a light on without one is at full). Only a
+    light that is on: one that is off has no brightness to change. By its name, or by its
+    room's lights when it is the one light on there ("dim the lights in the study").
+    """
+    lit = [e for e in entities if e.domain == "light" and e.state == "on"]
+    by_area: dict[str, list[Entity]] = {}
+    for entity in lit:
+        if entity.area:
+            by_area.setdefault(" ".join(text_words(entity.area)), []).append(entity)
+    out: list[Rewrite] = []
+    for entity in lit:
+        raw = entity.attributes.get("brightness")
+        level = 255 if raw is None else raw
+        if isinstance(level, bool) or not isinstance(level, int | float):
+            continue
+        percent = round(float(level) * 100 / 255)
+        name = " ".join(text_words(entity.name))
+        things = [re.escape(" ".join(text_words(n))) for n in entity.names]
+        area = " ".join(text_words(entity.area or ""))
+        if area and by_area.get(area) == [entity]:
+            things += [rf"{re.escape(area)} lights?", rf"lights? in (?:the |my |our )?{re.escape(area)}"]
+        thing = rf"(?:the |my |our )?(?:{'|'.join(things)})"
+        for verb, adjective, value in (("brighten", "brighter", min(100, percent + BRIGHTNESS_STEP)),
+                                       ("dim", "dimmer|darker", max(MIN_DIM_PERCENT, percent - BRIGHTNESS_STEP))):
+            if value != percent:
+                said = f"set the {name} brightness to {value} percent"
+                out.append((re.compile(rf"^(?:{verb}(?: down| up)? {thing}|make {thing} (?:a (?:bit|little) )?"
+                                       rf"(?:{adjective}))$"), said))
+    return tuple(out)
+
+
 def rewrites(text: str, more: tuple[Rewrite, ...] = ()) -> Iterator[str]:
     """Each text one rewrite makes of ``text`` (normalised: lower case, no punctuation); ``more`` after the usual."""
     for pattern, repl in (*REWRITES, *more):
@@ -180,7 +218,7 @@ def paraphrase(text: str, recognize: Callable[[str], Intent | None],
     does not count. Rewrites that make different requests at the fewest steps: None (ask
     nothing, guess nothing). ``only``: the home's one device of a kind (domain → name),
     for :func:`kind_rewrites`; ``home``: more rewrites of this home's names and states
-    (:func:`name_rewrites`, :func:`temperature_rewrites`).
+    (:func:`name_rewrites`, :func:`temperature_rewrites`, :func:`brightness_rewrites`).
     """
     more = kind_rewrites(only or {}) + home
     said = " ".join(text_words(text))
@@ -221,4 +259,5 @@ def request_paraphrase(text: str, recognize: Callable[[str], Intent | None],
         return None if intent is None or intent.name in ANSWERS or is_local(intent.name) else intent
 
     entities = list(entities)
-    return paraphrase(text, request, only_of_kind(entities), name_rewrites(entities) + temperature_rewrites(entities))
+    return paraphrase(text, request, only_of_kind(entities), name_rewrites(entities) + temperature_rewrites(entities)
+                      + brightness_rewrites(entities))

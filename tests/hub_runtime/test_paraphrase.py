@@ -9,6 +9,7 @@ import pytest
 from hub_runtime.agent import Agent, HomeModel
 from hub_runtime.catalog import Catalog
 from hub_runtime.paraphrase import (
+    brightness_rewrites,
     kind_rewrites,
     name_rewrites,
     paraphrase,
@@ -172,3 +173,28 @@ def test_a_warmth_wished_for_is_asked_about_and_done_on_yes(agent: Agent) -> Non
     assert asked.response == "Do you want me to set the temperature of the Thermostat to 21 degrees?"
     assert done.intent is not None and done.intent.name == "HassClimateSetTemperature"
     assert agent.model.catalog.get("climate.thermostat").attributes["temperature"] == 21
+
+
+def test_a_light_made_brighter_or_dimmer_moves_a_step_from_its_brightness() -> None:
+    home = Catalog.from_dict({"entities": [
+        {"entity_id": "light.desk", "name": "Desk Lamp", "area": "Study", "state": "on",
+         "attributes": {"brightness": 128}},
+        {"entity_id": "light.porch", "name": "Porch Light", "area": "Porch", "state": "on"},
+        {"entity_id": "light.hall", "name": "Hall Light", "area": "Hall", "state": "off",
+         "attributes": {"brightness": 0}}]})
+    agent = Agent(HomeModel(home, Settings()))
+    entities = list(home)
+    for said, target, value in (("dim the desk lamp", "light.desk", 25), ("brighten the desk lamp", "light.desk", 75),
+                                ("make the study lights a bit darker", "light.desk", 25),
+                                ("dim the lights in the study", "light.desk", 25),
+                                ("make the porch light dimmer", "light.porch", 75)):
+        found = request_paraphrase(said, agent.recognize, entities)
+        assert found is not None, said
+        assert (found[1].name, found[1].targets) == ("HassLightSet", [target]), said
+        assert int(found[1].slots["brightness"]) == value, said
+    assert request_paraphrase("brighten the porch light", agent.recognize, entities) is None  # at full already
+    assert request_paraphrase("dim the hall light", agent.recognize, entities) is None  # off: nothing to dim
+    dim = Catalog.from_dict({"entities": [{"entity_id": "light.a", "name": "A Lamp", "state": "on",
+                                           "attributes": {"brightness": 20}}]})
+    assert [said for pattern, said in brightness_rewrites(dim) if pattern.match("dim the a lamp")] == [
+        "set the a lamp brightness to 5 percent"]  # not under 5: "dim" does not turn it off
