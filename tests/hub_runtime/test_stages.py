@@ -120,6 +120,48 @@ def test_the_echo_gate_does_not_learn_a_words_rising_start() -> None:
     assert gate.allows(_level(1.1 * ECHO_MARGIN * 100), _level(1000), True)
 
 
+def test_the_talker_gate_ends_the_talkers_speech_when_only_quieter_voices_go_on() -> None:
+    """Voices 20 dB under the person near the hub (a TV) keep the VAD on; they are no one's turn."""
+    from hub_runtime.stages.vad import TALKER_QUIET_FRAMES, TalkerGate, _db
+
+    gate = TalkerGate()
+    tv, talker = _db(_level(400)), _db(_level(4000))
+    assert all(gate.allows(tv, True, True) for _ in range(5))  # the TV alone: speech, as the VAD says
+    assert all(gate.allows(talker, True, True) for _ in range(20))
+    quiet = [gate.allows(tv, True, True) for _ in range(TALKER_QUIET_FRAMES + 20)]
+    assert quiet == [True] * (TALKER_QUIET_FRAMES - 1) + [False] * 21  # a soft stretch, then the end
+    # over the hub's reply the TV stays held; a voice as loud as the talker is the echo gate's call
+    assert not gate.allows(tv, True, True, playing=True)
+    assert gate.allows(talker, True, True, playing=True) and not gate.allows(talker, True, False, playing=True)
+    assert not gate.allows(tv, True, True)
+    assert gate.allows(_db(_level(2500)), True, True)  # someone as loud as the talker: a turn again
+
+
+def test_the_talker_going_on_softly_after_a_pause_is_still_the_talker() -> None:
+    """'add apples to [a pause, the room's voices] my list': until the VAD ends the speech, softer words go on."""
+    from hub_runtime.stages.vad import TALKER_QUIET_FRAMES, TalkerGate, _db
+
+    gate = TalkerGate()
+    tv, soft, talker = _db(_level(300)), _db(_level(1000)), _db(_level(4000))
+    assert all(gate.allows(talker, True, True, speaking=True) for _ in range(20))
+    assert not [gate.allows(tv, True, True, speaking=True) for _ in range(TALKER_QUIET_FRAMES)][-1]
+    assert gate.allows(soft, True, True, speaking=True)  # 12 dB under the talker: the talker goes on
+    assert [gate.allows(tv, True, True, speaking=True) for _ in range(TALKER_QUIET_FRAMES)][-1] is False
+    assert not gate.allows(soft, True, True)  # once the VAD has ended the speech: someone else, held
+
+
+def test_the_talker_gate_lets_a_soft_word_be_and_forgets_the_talker_in_a_quiet_room() -> None:
+    from hub_runtime.stages.vad import QUIET_ROOM_FRAMES, TALKER_QUIET_FRAMES, TalkerGate, _db
+
+    gate = TalkerGate()
+    soft, talker = _db(_level(300)), _db(_level(4000))
+    for _ in range(3):  # words with soft stretches shorter than a talker's end
+        assert all(gate.allows(talker, True, True) for _ in range(12))
+        assert all(gate.allows(soft, True, True) for _ in range(TALKER_QUIET_FRAMES - 1))
+    assert not any(gate.allows(talker, False, False) for _ in range(QUIET_ROOM_FRAMES))  # a silence
+    assert all(gate.allows(soft, True, True) for _ in range(30))  # a new, softer talker: theirs is the level
+
+
 # -- turn ------------------------------------------------------------------------------------
 class Replying:
     """The facts the turn stage reads from the dialogue tracker."""
