@@ -60,7 +60,7 @@ class ControlFrame(Frame):
 # -- audio in, VAD, ASR -------------------------------------------------------------------
 @dataclass
 class InputAudioFrame(SystemFrame):
-    """One microphone frame; VAD fills ``speech`` (gated decision) and ``probability``.
+    """One microphone frame; VAD fills ``speech`` (gated decision), ``probability`` and ``voices``.
 
     ``reference`` is what the speaker played in the same tick (the echo canceller's
     reference; all zeros while the hub is silent).
@@ -71,6 +71,7 @@ class InputAudioFrame(SystemFrame):
     speech: bool = False
     probability: float = 0.0
     reference: Int16Array | None = None
+    voices: bool = False  # speech the VAD heard that the talker gate held as other voices (a TV)
 
     @functools.cached_property
     def played(self) -> bool:

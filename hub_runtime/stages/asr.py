@@ -22,7 +22,9 @@ within ``OPPOSITE_NATS`` (``UN_OPPOSITE_NATS`` one "un" away, always scored), wh
 bare name (a command cut short: "coffee maker [off]") or a name and a value ("the porch
 white"), when Whisper's own words leave its polarity open ("and pause": unpause?) or
 say the other way ("off" for its "up"), are a question where the sentence is not, are a request of their own for another
-action, or say much more than it does. Otherwise Whisper's free transcript goes on (tier
+action, or say much more than it does; and when other voices went on in the room (the VAD's
+talker gate held them) and the action carries free text (a search, a list item, a message),
+Whisper's own words too. Otherwise Whisper's free transcript goes on (tier
 ``open``) and is understood as text; pocketsphinx's words never decide alone, but the
 sentence they make counts more, and wins when it is Whisper's with words more; the sentence
 Whisper's own free words are counts as much more (not against the opposite action). Social
@@ -198,6 +200,7 @@ class AsrStage(Stage):
         self._preroll_frames = max(1, PREROLL_MS // frame_ms)
         self._utterance: list[Int16Array] = []
         self._overlapped = False  # the utterance overlaps the hub's playback
+        self._voices = False  # ... other voices went on in the room (the talker gate held them)
         self._answering = False  # the utterance answers a question of the hub's
         self._utt_samples = 0
         self._speech: tuple[int, int] | None = None  # first and last sample of speech in the utterance
@@ -293,6 +296,7 @@ class AsrStage(Stage):
         self._speculation = None
         preroll = list(self._preroll)
         self._overlapped = any(played for _samples, played, _speech in preroll)
+        self._voices = False
         if not self._overlapped:
             preroll = preroll[-self._preroll_frames:]
         for i, (samples, _played, speech) in enumerate(preroll):
@@ -334,6 +338,7 @@ class AsrStage(Stage):
             self._preroll.append((samples, played, frame.speech))
             return
         self._overlapped |= played
+        self._voices |= frame.voices
         partial = decoder.feed(samples)
         self._add(samples, frame.speech)
         if partial is not None and partial:
@@ -388,7 +393,7 @@ class AsrStage(Stage):
         result = await speculation.task
         if self._speculation is not speculation:
             return  # speech went on, or the turn ended
-        choice = await asyncio.to_thread(self._choose, result, words, known)
+        choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices)
         if self._speculation is not speculation:
             return
         speculation.choice = (words, choice)
@@ -431,17 +436,17 @@ class AsrStage(Stage):
             return
         hyp = decoder.end()
         audio = self._audio_so_far()
-        speculation, overlapped = self._speculation, self._overlapped
+        speculation, overlapped, voices = self._speculation, self._overlapped, self._voices
         within, speech_s, known = self._within(), self._speech_s, self._meanings
         self._speculation, self._utterance, self._utt_samples, self._speech = None, [], 0, None
         self._complete = ()
-        self._silent_ms, self._overlapped = 0, False
+        self._silent_ms, self._overlapped, self._voices = 0, False, False
         self._swap()
         if eot.discard:
             return
         prompt, self._question = self.prompt, ""  # a question is answered once
         self.spawn(self._finish(hyp, audio, speculation, prompt, within, speech_s, known, overlapped=overlapped,
-                                paused=eot.undecided), "finish", interruptible=False)
+                                paused=eot.undecided, voices=voices), "finish", interruptible=False)
 
     async def _blip(self) -> None:
         """Short speech over the hub that never became a turn: a stop phrase stops it, anything else is dropped.
@@ -469,7 +474,7 @@ class AsrStage(Stage):
 
     async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray, speculation: _Speculation | None,
                       prompt: str, within: _Within, speech_s: float, known: Meanings, *, overlapped: bool = False,
-                      paused: bool = False) -> None:
+                      paused: bool = False, voices: bool = False) -> None:
         say = functools.partial(self._transcript, overlapped=overlapped, paused=paused, grammar=hyp)
         if self.whisper is None:  # the grammar tier alone (configured so): only its confident words
             if hyp.words and hyp.confidence >= self.settings.confidence:
@@ -486,10 +491,11 @@ class AsrStage(Stage):
         if speculation is not None and speculation.choice is not None and speculation.choice[0] == hyp.words:
             choice = speculation.choice[1]  # decided for the turn's check already
         else:
-            choice = await asyncio.to_thread(self._choose, result, hyp.words, known)
+            choice = self._amid_voices(await asyncio.to_thread(self._choose, result, hyp.words, known), voices)
         if choice is None:
             # Whisper's own words: the understanding matches them as typed text, or nothing acts
-            await say(result.text, "open", float(np.exp(result.logprob)), open_text=result.text)
+            await say(result.text, "open", float(np.exp(result.logprob)), open_text=result.text,
+                      unsure=voices and self._free_text_action(tuple(tokenize(result.text))))
             return
         words, confidence, unsure = choice
         await say(" ".join(words), "grammar", confidence, open_text=result.text, unsure=unsure)
@@ -583,6 +589,24 @@ class AsrStage(Stage):
                   or (command and _other_action(meaning, free_meaning))
                   or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
         return top.words, share, unsure
+
+    def _amid_voices(self, choice: tuple[tuple[str, ...], float, bool] | None,
+                     voices: bool) -> tuple[tuple[str, ...], float, bool] | None:
+        """The choice, unsure when other voices went on in the room and its action carries free text.
+
+        A search, a list item or a message is free text the search fits to whatever is said:
+        other voices in it ("play last in Hallway" over people talking heard as "play last in
+        four away", and played) make it a question first.
+        """
+        if choice is not None and voices and not choice[2] and self._free_text_action(choice[0]):
+            return choice[0], choice[1], True
+        return choice
+
+    def _free_text_action(self, words: tuple[str, ...]) -> bool:
+        """Whether the words ask for an action with free text in it (a search, a list item, a message)."""
+        intent = self.agent.recognize(" ".join(words)) if words else None
+        return (intent is not None and intent.name not in READ_ONLY_INTENTS
+                and bool(FREE_SLOTS.intersection(intent.slots)))
 
     def _meaning(self, words: tuple[str, ...], known: Meanings | None = None) -> tuple[object, ...] | None:
         """What a sentence would do: the intent, its targets and its values (free text left out).

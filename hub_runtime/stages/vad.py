@@ -37,12 +37,15 @@ PLAYBACK_FLOOR_RMS: Final = 60.0  # reference below this is silence
 # loudest talker; once ``TALKER_MIN_FRAMES`` frames of speech have set their level (the
 # ``TALKER_PERCENTILE``th percentile of the turn's speech frames, in dB), ``TALKER_QUIET_FRAMES``
 # frames in a row more than ``TALKER_DROP_DB`` under it end their speech, whatever the VAD
-# says. The dev half's 59 commands in voices at -14 dB (the bench's babble, file mode): the
-# turn ends 756 ms after the words (p50; p90 1689), against 2408 (2812) when it waited for
-# the voices to pause; agreement there 37/59 against 38, in clean, reverberant and pink-noise
-# speech the same as before (the VAD ends first). Offline, 12 dB or 6 frames fired inside the
-# words of 7 to 50 of those 243 recordings, 15 dB and 8 frames in 3.
+# says. Offline, on the dev half's recordings: in the bench's babble (voices at -14 dB) it ends
+# the talker's speech in all 59, 408 ms after the words (p50); in the 243 clean, reverberant
+# and pink-noise ones, where the VAD ends first, it fires in 2 (inside the words). 12 dB or 6
+# frames fired inside the words of 7 to 50 of those.
 TALKER_DROP_DB: Final = 15.0
+# ... frames quieter still are no voices but the talker's own silence, which the VAD ends a
+# little later as before (without this bound, the gate also ended 12 of the 113 clean dev
+# recordings, on the breath after the words, and said voices were in the room)
+TALKER_VOICES_DB: Final = 30.0
 TALKER_QUIET_FRAMES: Final = 8
 TALKER_MIN_FRAMES: Final = 10
 TALKER_PERCENTILE: Final = 90
@@ -156,6 +159,9 @@ class TalkerGate:
         elif playing:
             self._quiet = 0
             return speech
+        elif level is not None and level_db < level - TALKER_VOICES_DB:
+            self._quiet = 0  # too quiet for voices: the talker's silence the VAD has not caught up with
+            return speech
         elif level is not None and level_db < level - TALKER_DROP_DB:
             self._quiet += 1
             if self._quiet >= TALKER_QUIET_FRAMES:  # the talker has stopped; quieter voices go on
@@ -206,11 +212,12 @@ class VadStage(Stage):
             frame.probability = self.scorer.score(frame.audio.samples_i16,
                                                   playing=self._since_playback <= ECHO_TAIL_FRAMES)
             heard = frame.probability >= self.threshold
+            echo_allows = self.echo_gate.allows(frame.audio.samples_i16, frame.reference, heard)
             frame.speech = self.talker_gate.allows(
-                _db(frame.audio.samples_i16), heard,
-                self.echo_gate.allows(frame.audio.samples_i16, frame.reference, heard),
+                _db(frame.audio.samples_i16), heard, echo_allows,
                 playing=self._since_playback <= ECHO_TAIL_FRAMES,
                 speaking=self.state in (VadState.SPEAKING, VadState.STOPPING))
+            frame.voices = echo_allows and not frame.speech
             await self._step(frame)
         await self.push(frame, direction)
 

@@ -901,3 +901,43 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
     asyncio.run(stage._finish(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9), np.zeros(16000, np.int16), None,
                               stage.prompt, stage._within(), 1.0, {}))
     assert said == [decided]
+
+
+@pytest.mark.parametrize(("whisper", "sentence", "voices", "unsure"), [
+    # other voices in the room: a request with free text in it (a search) is asked about first
+    ("Play jazz on the TV.", "play jazz on the tv", True, True),
+    ("Play jazz on the TV.", "play jazz on the tv", False, False),
+    # ... an action without free text is not, nor free text only read
+    ("Turn on the kitchen light.", "turn on the kitchen light", True, False),
+])
+def test_free_text_amid_other_voices_is_asked_about(whisper: str, sentence: str, voices: bool, unsure: bool) -> None:
+    from hub_runtime.engines.pocketsphinx import GrammarHypothesis
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import AsrStage
+
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30,
+                     whisper=ScriptedWhisper(whisper, (_heard(sentence, -3.0, 0.5),)))
+    said: list[tuple[str, str, bool]] = []
+
+    async def transcript(text: str, tier: str, confidence: float, open_text: str = "",
+                         grammar: Any = None, *, overlapped: bool = False, paused: bool = False,
+                         unsure: bool = False) -> None:
+        said.append((tier, text, unsure))
+
+    stage._transcript = transcript  # type: ignore[method-assign]
+    asyncio.run(stage._finish(GrammarHypothesis((), 0.9), np.zeros(16000, np.int16), None,
+                              stage.prompt, stage._within(), 1.0, {}, voices=voices))
+    assert said == [("grammar", sentence, unsure)]
+
+
+def test_the_vad_marks_the_voices_its_talker_gate_holds() -> None:
+    from hub_runtime.stages.vad import TALKER_QUIET_FRAMES
+
+    n = 20 + TALKER_QUIET_FRAMES + 10
+    stage = VadStage(ScriptedScorer([1.0] * n), threshold=0.5, start_ms=60, stop_ms=240, frame_ms=30)
+    frames = [audio_frame(i * 30, level=4000 if i < 20 else 400) for i in range(n)]
+    out = run(stage, frames)
+    audio = out.of(type(frames[0]))
+    assert [f.voices for f in audio] == [False] * (20 + TALKER_QUIET_FRAMES - 1) + [True] * 11
+    assert [f.onset_ms for f in out.of(SpeechStartedFrame)] == [0]
+    assert len(out.of(SpeechStoppedFrame)) == 1  # the talker's speech ended though the VAD still hears voices
