@@ -8,6 +8,7 @@ Emits: SpeechStartedFrame, SpeechStoppedFrame; forwards everything.
 
 from __future__ import annotations
 
+import bisect
 import enum
 from collections import deque
 from typing import Final
@@ -120,7 +121,7 @@ class TalkerGate:
 
     def __init__(self) -> None:
         """No talker yet."""
-        self._levels: list[float] = []  # the speech frames' levels (dB) in this stretch of speech
+        self._levels: list[float] = []  # the speech frames' levels (dB) in this stretch of speech, sorted
         self._level: float | None = None  # the talker's level, once known
         self._quiet = 0  # frames in a row well under it
         self._held = 0  # frames the voices have been held under a known level after the talker ended
@@ -169,9 +170,9 @@ class TalkerGate:
                 return False
             return True
         self._quiet = 0
-        self._levels.append(level_db)
+        bisect.insort(self._levels, level_db)  # kept sorted: the percentile is a lookup
         if len(self._levels) >= TALKER_MIN_FRAMES:
-            self._level = float(np.percentile(self._levels, TALKER_PERCENTILE))
+            self._level = self._levels[(len(self._levels) - 1) * TALKER_PERCENTILE // 100]
         return True
 
     def reset(self) -> None:
