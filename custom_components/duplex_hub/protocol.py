@@ -654,8 +654,9 @@ class Partial(Event):
 class Transcript(Event):
     """The final words of a turn; ``tier`` is grammar, open or typed (the dashboard).
 
-    ``unsure``: another sentence that means something else was nearly as likely, so the hub
-    asks before it acts ("Did you say ...?").
+    ``unsure``: another sentence that means something else was nearly as likely, or other
+    voices were in the room and the action carries free text, so the hub asks before it acts
+    ("Did you say ...?").
     """
 
     type: ClassVar[str] = "transcript"
