@@ -50,6 +50,7 @@ TALKER_VOICES_DB: Final = 30.0
 TALKER_QUIET_FRAMES: Final = 8
 TALKER_MIN_FRAMES: Final = 10
 TALKER_PERCENTILE: Final = 90
+TALKER_WINDOW_FRAMES: Final = 400  # the talker's level is of the last 12 s of speech frames at most
 # ... and the voices go on being no one's speech while they do: until the VAD hears none for
 # ``QUIET_ROOM_FRAMES`` (or nothing louder comes for ``TALKER_HOLD_FRAMES``), a turn needs a
 # voice within half ``TALKER_DROP_DB`` of the talker's level to start
@@ -122,6 +123,7 @@ class TalkerGate:
     def __init__(self) -> None:
         """No talker yet."""
         self._levels: list[float] = []  # the speech frames' levels (dB) in this stretch of speech, sorted
+        self._recent: deque[float] = deque()  # ... the same, oldest first (at most TALKER_WINDOW_FRAMES)
         self._level: float | None = None  # the talker's level, once known
         self._quiet = 0  # frames in a row well under it
         self._held = 0  # frames the voices have been held under a known level after the talker ended
@@ -155,7 +157,7 @@ class TalkerGate:
             if playing:
                 return speech  # as loud as the talker, over the hub's voice: the echo gate's call
             if not speaking:
-                self._levels = []  # a talker as loud as the last one: measured anew
+                self._levels, self._recent = [], deque()  # a talker as loud as the last one: measured anew
             self._held, self._quiet = 0, 0
         elif playing:
             self._quiet = 0
@@ -171,13 +173,17 @@ class TalkerGate:
             return True
         self._quiet = 0
         bisect.insort(self._levels, level_db)  # kept sorted: the percentile is a lookup
+        self._recent.append(level_db)
+        if len(self._recent) > TALKER_WINDOW_FRAMES:  # the oldest goes: voices that never pause
+            del self._levels[bisect.bisect_left(self._levels, self._recent.popleft())]
         if len(self._levels) >= TALKER_MIN_FRAMES:
             self._level = self._levels[(len(self._levels) - 1) * TALKER_PERCENTILE // 100]
         return True
 
     def reset(self) -> None:
         """Forget the talker (the room fell quiet, or the voices went on too long to be held)."""
-        self._levels, self._level, self._quiet, self._held, self._silent = [], None, 0, 0, 0
+        self._levels, self._recent, self._level = [], deque(), None
+        self._quiet = self._held = self._silent = 0
 
 
 class VadState(enum.Enum):

@@ -941,3 +941,16 @@ def test_the_vad_marks_the_voices_its_talker_gate_holds() -> None:
     assert [f.voices for f in audio] == [False] * (20 + TALKER_QUIET_FRAMES - 1) + [True] * 11
     assert [f.onset_ms for f in out.of(SpeechStartedFrame)] == [0]
     assert len(out.of(SpeechStoppedFrame)) == 1  # the talker's speech ended though the VAD still hears voices
+
+
+def test_the_talker_level_is_of_the_last_frames_only() -> None:
+    """Voices that never pause (a TV all evening): the level is of the last 12 s, and its memory stays bounded."""
+    from hub_runtime.stages.vad import TALKER_WINDOW_FRAMES, TalkerGate, _db
+
+    gate = TalkerGate()
+    for _ in range(3 * TALKER_WINDOW_FRAMES):
+        gate.allows(_db(_level(400)), True, True)
+    assert len(gate._levels) == TALKER_WINDOW_FRAMES
+    for _ in range(TALKER_WINDOW_FRAMES):
+        gate.allows(_db(_level(4000)), True, True)
+    assert gate._levels == sorted(gate._levels) and gate._level == _db(_level(4000))
