@@ -882,14 +882,17 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
 def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tuple[str, float, float]],
                                                decided: tuple[str, str, bool], pocketsphinx: str,
                                                text_score: float | None) -> None:
+    heard = tuple(_heard(*s) for s in sentences)
+    assert _finished(ScriptedWhisper(whisper, heard, text_score), pocketsphinx) == [decided]
+
+
+def _finished(whisper: ScriptedWhisper, pocketsphinx: str = "", *, voices: bool = False) -> list[tuple[str, str, bool]]:
+    """The end of a turn's transcripts (tier, text, unsure): Whisper's pass given, pocketsphinx's words these."""
     from hub_runtime.engines.pocketsphinx import GrammarHypothesis
     from hub_runtime.settings import AsrSettings
     from hub_runtime.stages.asr import AsrStage
 
-    settings = Settings()
-    heard = tuple(_heard(*s) for s in sentences)
-    stage = AsrStage(Agent.from_settings(settings), AsrSettings(), frame_ms=30,
-                     whisper=ScriptedWhisper(whisper, heard, text_score))
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30, whisper=whisper)
     said: list[tuple[str, str, bool]] = []
 
     async def transcript(text: str, tier: str, confidence: float, open_text: str = "",
@@ -899,8 +902,8 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
 
     stage._transcript = transcript  # type: ignore[method-assign]
     asyncio.run(stage._finish(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9), np.zeros(16000, np.int16), None,
-                              stage.prompt, stage._within(), 1.0, {}))
-    assert said == [decided]
+                              stage.prompt, stage._within(), 1.0, {}, voices=voices))
+    return said
 
 
 @pytest.mark.parametrize(("whisper", "sentence", "voices", "unsure"), [
@@ -911,22 +914,7 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
     ("Turn on the kitchen light.", "turn on the kitchen light", True, False),
 ])
 def test_free_text_amid_other_voices_is_asked_about(whisper: str, sentence: str, voices: bool, unsure: bool) -> None:
-    from hub_runtime.engines.pocketsphinx import GrammarHypothesis
-    from hub_runtime.settings import AsrSettings
-    from hub_runtime.stages.asr import AsrStage
-
-    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30,
-                     whisper=ScriptedWhisper(whisper, (_heard(sentence, -3.0, 0.5),)))
-    said: list[tuple[str, str, bool]] = []
-
-    async def transcript(text: str, tier: str, confidence: float, open_text: str = "",
-                         grammar: Any = None, *, overlapped: bool = False, paused: bool = False,
-                         unsure: bool = False) -> None:
-        said.append((tier, text, unsure))
-
-    stage._transcript = transcript  # type: ignore[method-assign]
-    asyncio.run(stage._finish(GrammarHypothesis((), 0.9), np.zeros(16000, np.int16), None,
-                              stage.prompt, stage._within(), 1.0, {}, voices=voices))
+    said = _finished(ScriptedWhisper(whisper, (_heard(sentence, -3.0, 0.5),)), voices=voices)
     assert said == [("grammar", sentence, unsure)]
 
 
