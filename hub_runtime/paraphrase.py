@@ -145,7 +145,7 @@ def temperature_rewrites(entities: Iterable[Entity]) -> tuple[Rewrite, ...]:
     """Rewrites of a warmth wished for in a room ("make it warmer in the hallway") to its thermostat's new target.
 
     The target one step (``TEMPERATURE_STEP``) from the thermostat's present one; said
-    without a room, the home's one thermostat. A thermostat without a target: no rewrite.
+    without a room, or with "in here", the home's one thermostat. A thermostat without a target: no rewrite.
     """
     climates = [e for e in entities if e.domain == "climate"]
     out: list[Rewrite] = []
