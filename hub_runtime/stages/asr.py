@@ -84,6 +84,7 @@ from ..settings import AsrSettings
 from ..smalltalk import ANSWERS, is_local
 from ..text import is_question
 from ..understanding import is_stop
+from .vad import level_db
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -92,6 +93,13 @@ PREROLL_MS: Final = 300  # audio kept from before speech_start
 # after the onset), and the first word ("close", "turn off") is the one that decides; the
 # suppressor has removed most of the hub's own voice from what comes before the onset
 OVERLAP_PREROLL_MS: Final = 600
+# Other voices before the talker's (a TV, people talking) start the utterance early, and
+# Whisper writes their words into the command ("So, mute media ..."). Whisper's window starts
+# ONSET_MARGIN_MS before the first frame within ONSET_DB of the talker's level (the 90th
+# percentile of the utterance's frames), when the VAD heard speech before that; on the dev
+# half's clean speech that frame came 14 ms before to 127 ms after the words' true onset.
+ONSET_DB: Final = 10.0
+ONSET_MARGIN_MS: Final = 150
 MAX_FORCED: Final = 10.0  # nats the grammar may cost against Whisper's own tokens (more: not a home sentence)
 SOCIAL_MAX_FORCED: Final = 6.0  # ... for social small talk: more is other voices fitted to it
 MAX_LIKELIER: Final = 8.0  # nats by which Whisper's own words may be likelier than the sentence (more: not one)
@@ -199,6 +207,7 @@ class AsrStage(Stage):
         self._preroll: deque[tuple[Int16Array, bool, bool]] = deque(maxlen=max(1, OVERLAP_PREROLL_MS // frame_ms))
         self._preroll_frames = max(1, PREROLL_MS // frame_ms)
         self._utterance: list[Int16Array] = []
+        self._levels: list[tuple[float, bool]] = []  # each of its chunks' level (dB) and whether the VAD heard speech
         self._overlapped = False  # the utterance overlaps the hub's playback
         self._voices = False  # ... other voices went on in the room (the talker gate held them)
         self._answering = False  # the utterance answers a question of the hub's
@@ -289,7 +298,7 @@ class AsrStage(Stage):
             return
         self._answering = bool(self._question)
         self._decoder.start(answering=self._answering)
-        self._utterance = []
+        self._utterance, self._levels = [], []
         self._utt_samples = 0
         self._speech, self._complete = None, ()
         self._meanings = {}
@@ -314,7 +323,7 @@ class AsrStage(Stage):
         decoder.start()
         if self._speculation is not None:
             self._speculation.drop()
-        self._utterance, self._utt_samples, self._speculation, self._speech = [], 0, None, None
+        self._utterance, self._levels, self._utt_samples, self._speculation, self._speech = [], [], 0, None, None
         self._complete = ()
 
     def _add(self, samples: Int16Array, speech: bool) -> None:
@@ -322,6 +331,7 @@ class AsrStage(Stage):
             first = self._speech[0] if self._speech is not None else self._utt_samples
             self._speech = (first, self._utt_samples + len(samples))
         self._utterance.append(samples)
+        self._levels.append((level_db(samples), speech))
         self._utt_samples += len(samples)
 
     @property
@@ -359,8 +369,9 @@ class AsrStage(Stage):
             self._close(EndOfTurnFrame(discard=False))
 
     def _audio_so_far(self) -> np.ndarray:
-        return (np.concatenate(self._utterance) if self._utterance
-                else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
+        """The utterance for Whisper: from the talker's onset when other voices came before it."""
+        chunks = self._utterance if self._overlapped else self._utterance[_talker_start(self._levels):]
+        return (np.concatenate(chunks) if chunks else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
 
     def _speculate(self) -> bool:
         """Start the pause's pass; True when the turn is to wait for its verdict (:meth:`_check`)."""
@@ -393,7 +404,8 @@ class AsrStage(Stage):
         result = await speculation.task
         if self._speculation is not speculation:
             return  # speech went on, or the turn ended
-        choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices)
+        choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices,
+                                   result.text)
         if self._speculation is not speculation:
             return
         speculation.choice = (words, choice)
@@ -438,7 +450,7 @@ class AsrStage(Stage):
         audio = self._audio_so_far()
         speculation, overlapped, voices = self._speculation, self._overlapped, self._voices
         within, speech_s, known = self._within(), self._speech_s, self._meanings
-        self._speculation, self._utterance, self._utt_samples, self._speech = None, [], 0, None
+        self._speculation, self._utterance, self._levels, self._utt_samples, self._speech = None, [], [], 0, None
         self._complete = ()
         self._silent_ms, self._overlapped, self._voices = 0, False, False
         self._swap()
@@ -491,7 +503,8 @@ class AsrStage(Stage):
         if speculation is not None and speculation.choice is not None and speculation.choice[0] == hyp.words:
             choice = speculation.choice[1]  # decided for the turn's check already
         else:
-            choice = self._amid_voices(await asyncio.to_thread(self._choose, result, hyp.words, known), voices)
+            choice = self._amid_voices(await asyncio.to_thread(self._choose, result, hyp.words, known), voices,
+                                       result.text)
         if choice is None:
             # Whisper's own words: the understanding matches them as typed text, or nothing acts
             await say(result.text, "open", float(np.exp(result.logprob)), open_text=result.text,
@@ -590,23 +603,31 @@ class AsrStage(Stage):
                   or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
         return top.words, share, unsure
 
-    def _amid_voices(self, choice: tuple[tuple[str, ...], float, bool] | None,
-                     voices: bool) -> tuple[tuple[str, ...], float, bool] | None:
-        """The choice, unsure when other voices went on in the room and its action carries free text.
+    def _amid_voices(self, choice: tuple[tuple[str, ...], float, bool] | None, voices: bool,
+                     free: str) -> tuple[tuple[str, ...], float, bool] | None:
+        """The choice, unsure when other voices went on in the room and its free text is not Whisper's.
 
         A search, a list item or a message is free text the search fits to whatever is said:
         other voices in it ("play last in Hallway" over people talking heard as "play last in
-        four away", and played) make it a question first.
+        four away", and played; Whisper's own words were "So I play last in 4th wave.") make it
+        a question first, unless Whisper's own words ``free`` hold that text too ("Put batteries
+        in Chores."): two decodes heard it.
         """
-        if choice is not None and voices and not choice[2] and self._free_text_action(choice[0]):
+        if (choice is not None and voices and not choice[2]
+                and self._free_text_action(choice[0], heard=tuple(tokenize(free)))):
             return choice[0], choice[1], True
         return choice
 
-    def _free_text_action(self, words: tuple[str, ...]) -> bool:
-        """Whether the words ask for an action with free text in it (a search, a list item, a message)."""
+    def _free_text_action(self, words: tuple[str, ...], heard: tuple[str, ...] = ()) -> bool:
+        """Whether the words ask for an action with free text in it (a search, a list item, a message).
+
+        ``heard``: Whisper's own words; free text that is in them, word for word, does not count.
+        """
         intent = self.agent.recognize(" ".join(words)) if words else None
-        return (intent is not None and intent.name not in READ_ONLY_INTENTS
-                and bool(FREE_SLOTS.intersection(intent.slots)))
+        if intent is None or intent.name in READ_ONLY_INTENTS:
+            return False
+        texts = [tuple(tokenize(str(value))) for slot, value in intent.slots.items() if slot in FREE_SLOTS]
+        return any(not text or not _contains(heard, text) for text in texts)
 
     def _meaning(self, words: tuple[str, ...], known: Meanings | None = None) -> tuple[object, ...] | None:
         """What a sentence would do: the intent, its targets and its values (free text left out).
@@ -688,6 +709,34 @@ def _intent_meaning(intent: Intent) -> tuple[object, ...]:
     free = FREE_SLOTS | ({"name"} if intent.name in TIMER_INTENTS else set())
     return (intent.name, tuple(sorted(intent.targets)),
             tuple(sorted((k, str(v)) for k, v in intent.slots.items() if k not in free)))
+
+
+def _talker_start(levels: list[tuple[float, bool]], frame_ms: int = 30) -> int:
+    """The first chunk of the talker's words: ``ONSET_MARGIN_MS`` before their onset, or 0.
+
+    ``levels``: each chunk's level (dB) and whether the VAD heard speech in it. The onset is
+    the first chunk within ``ONSET_DB`` of the talker's level. Chunks before it are cut only
+    when the VAD heard speech in 3 of them or more: other voices, not the talker's lead-in.
+    """
+    if not levels:
+        return 0
+    talker = float(np.percentile([db for db, _speech in levels], 90))
+    onset = next(i for i, (db, _speech) in enumerate(levels) if db >= talker - ONSET_DB)
+    cut = max(0, onset - ONSET_MARGIN_MS // frame_ms)
+    return cut if sum(speech for _db, speech in levels[:cut]) >= 3 else 0
+
+
+def _contains(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
+    """Whether ``run`` is in ``words``, word for word and in a row (a plural the same as one)."""
+    words, run = tuple(map(_singular, words)), tuple(map(_singular, run))
+    return any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
+
+
+def _singular(word: str) -> str:
+    """The word without a plural's ending ("batteries": "battery"; "towels": "towel")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _within(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:

@@ -110,7 +110,8 @@ class EchoGate:
         return user
 
 
-def _db(x: np.ndarray) -> float:
+def level_db(x: np.ndarray) -> float:
+    """Samples' level in dB over one int16 step (0 for silence)."""
     return 20.0 * float(np.log10(_rms(x) + 1.0))
 
 
@@ -221,7 +222,7 @@ class VadStage(Stage):
             heard = frame.probability >= self.threshold
             echo_allows = self.echo_gate.allows(frame.audio.samples_i16, frame.reference, heard)
             frame.speech = self.talker_gate.allows(
-                _db(frame.audio.samples_i16), heard, echo_allows,
+                level_db(frame.audio.samples_i16), heard, echo_allows,
                 playing=self._since_playback <= ECHO_TAIL_FRAMES,
                 speaking=self.state in (VadState.SPEAKING, VadState.STOPPING))
             frame.voices = echo_allows and not frame.speech
