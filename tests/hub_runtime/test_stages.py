@@ -162,6 +162,20 @@ def test_the_talker_gate_lets_a_soft_word_be_and_forgets_the_talker_in_a_quiet_r
     assert all(gate.allows(soft, True, True) for _ in range(30))  # a new, softer talker: theirs is the level
 
 
+def test_the_talkers_silence_ends_their_speech_before_the_vad_does() -> None:
+    """Frames far under the talker (the room's silence) end the speech in 2; they are no voices."""
+    from hub_runtime.stages.vad import TALKER_HUSH_FRAMES, TalkerGate, level_db
+
+    gate = TalkerGate()
+    silence, talker = level_db(_level(30)), level_db(_level(4000))
+    assert all(gate.allows(talker, True, True) for _ in range(20))
+    # the VAD still hears speech in the silence after the words: its scores lag behind
+    assert [gate.allows(silence, True, True) for _ in range(4)] == [True] * (TALKER_HUSH_FRAMES - 1) + [False] * 3
+    assert gate.hushed
+    assert gate.allows(talker, True, True) and not gate.hushed  # a stop's closure: the words go on
+    assert gate.allows(silence, True, True)
+
+
 # -- turn ------------------------------------------------------------------------------------
 class Replying:
     """The facts the turn stage reads from the dialogue tracker."""
