@@ -336,8 +336,17 @@ class AsrStage(Stage):
 
     @property
     def _speech_s(self) -> float:
-        """How long the person spoke in this utterance (first to last frame of speech)."""
-        return 0.0 if self._speech is None else (self._speech[1] - self._speech[0]) / RATE
+        """How long the person spoke in this utterance (first to last frame of speech, from their onset)."""
+        if self._speech is None:
+            return 0.0
+        first, last = self._speech
+        return max(0, last - max(first, self._talker_offset())) / RATE
+
+    def _talker_offset(self) -> int:
+        """Samples of the utterance before Whisper's window: other voices before the talker's onset."""
+        if self._overlapped:
+            return 0
+        return sum(len(chunk) for chunk in self._utterance[:_talker_start(self._levels)])
 
     async def _audio(self, frame: InputAudioFrame) -> None:
         decoder = self._decoder
@@ -370,8 +379,8 @@ class AsrStage(Stage):
 
     def _audio_so_far(self) -> np.ndarray:
         """The utterance for Whisper: from the talker's onset when other voices came before it."""
-        chunks = self._utterance if self._overlapped else self._utterance[_talker_start(self._levels):]
-        return (np.concatenate(chunks) if chunks else np.zeros(0, np.int16)).astype(np.float32) / 32768.0
+        audio = np.concatenate(self._utterance) if self._utterance else np.zeros(0, np.int16)
+        return audio[self._talker_offset():].astype(np.float32) / 32768.0
 
     def _speculate(self) -> bool:
         """Start the pause's pass; True when the turn is to wait for its verdict (:meth:`_check`)."""

@@ -951,6 +951,21 @@ def test_whispers_window_starts_at_the_talker_when_other_voices_came_first() -> 
     assert _talker_start([]) == 0
 
 
+def test_the_asr_gives_whisper_the_talkers_words_and_their_length_only() -> None:
+    """Other voices (speech to the VAD) before the talker: cut from Whisper's window and the speech's length."""
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import AsrStage
+
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30, whisper=ScriptedWhisper(""))
+    for samples, speech, frames in ((_level(300), True, 12), (_level(5000), True, 30), (_level(3), False, 10)):
+        for _ in range(frames):
+            stage._add(samples, speech)
+    assert len(stage._audio_so_far()) == (52 - 7) * 480  # from 5 frames before the talker's first
+    assert stage._speech_s == pytest.approx(35 * 0.03)
+    stage._overlapped = True  # over the hub's voice, all of it (the first word decides)
+    assert len(stage._audio_so_far()) == 52 * 480 and stage._speech_s == pytest.approx(42 * 0.03)
+
+
 def test_the_vad_marks_the_voices_its_talker_gate_holds() -> None:
     from hub_runtime.stages.vad import TALKER_QUIET_FRAMES
 
