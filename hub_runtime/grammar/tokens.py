@@ -26,7 +26,7 @@ from .automaton import NUMBER_WORDS, WILDCARD, Dfa, number_words, tokenize
 
 MAX_NUMBER_WORDS: Final = 4  # "one hundred twenty five"
 SENTENCE_ENDS: Final = (".", "?", "!")
-_SYMBOLS: Final = {"percent": ("%",), "degrees": ("°",)}  # written glued to the number before
+_SYMBOLS: Final = {"percent": ("%",), "degrees": ("°",), "degree": ("°",)}  # written glued to the number before
 
 
 @dataclass
