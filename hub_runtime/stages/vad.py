@@ -120,9 +120,9 @@ def level_db(x: np.ndarray) -> float:
 
 
 class TalkerGate:
-    """Ends the speech of the person talking to the hub when only quieter voices go on.
+    """Ends the speech of the person talking to the hub when only quieter voices go on, or their silence.
 
-    Fed every frame after the echo gate. See ``TALKER_DROP_DB``.
+    Fed every frame after the echo gate. See ``TALKER_DROP_DB`` and ``TALKER_HUSH_FRAMES``.
     """
 
     def __init__(self) -> None:
