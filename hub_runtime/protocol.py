@@ -655,7 +655,8 @@ class Transcript(Event):
     """The final words of a turn; ``tier`` is grammar, open or typed (the dashboard).
 
     ``unsure``: another sentence that means something else was nearly as likely, or other
-    voices were in the room and the action carries free text, so the hub asks before it acts
+    voices were in the room and the action carries free text or is in Whisper's own words
+    (``tier`` open), so the hub asks before it acts
     ("Did you say ...?").
     """
 

@@ -413,8 +413,7 @@ class AsrStage(Stage):
         result = await speculation.task
         if self._speculation is not speculation:
             return  # speech went on, or the turn ended
-        choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices,
-                                   result.text)
+        choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices)
         if self._speculation is not speculation:
             return
         speculation.choice = (words, choice)
@@ -512,12 +511,14 @@ class AsrStage(Stage):
         if speculation is not None and speculation.choice is not None and speculation.choice[0] == hyp.words:
             choice = speculation.choice[1]  # decided for the turn's check already
         else:
-            choice = self._amid_voices(await asyncio.to_thread(self._choose, result, hyp.words, known), voices,
-                                       result.text)
+            choice = self._amid_voices(await asyncio.to_thread(self._choose, result, hyp.words, known), voices)
         if choice is None:
-            # Whisper's own words: the understanding matches them as typed text, or nothing acts
+            # Whisper's own words: the understanding matches them as typed text, or nothing acts.
+            # Amid other voices, an action in them no sentence of the grammar confirmed is asked
+            # about first: Whisper writes those voices into it, or leaves the talker's words out
+            # ("start the Roomba at Study" over people talking: "Start Roomba.")
             await say(result.text, "open", float(np.exp(result.logprob)), open_text=result.text,
-                      unsure=voices and self._free_text_action(tuple(tokenize(result.text))))
+                      unsure=voices and self._action(tuple(tokenize(result.text))))
             return
         words, confidence, unsure = choice
         await say(" ".join(words), "grammar", confidence, open_text=result.text, unsure=unsure)
@@ -612,31 +613,24 @@ class AsrStage(Stage):
                   or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
         return top.words, share, unsure
 
-    def _amid_voices(self, choice: tuple[tuple[str, ...], float, bool] | None, voices: bool,
-                     free: str) -> tuple[tuple[str, ...], float, bool] | None:
-        """The choice, unsure when other voices went on in the room and its free text is not Whisper's.
+    def _amid_voices(self, choice: tuple[tuple[str, ...], float, bool] | None,
+                     voices: bool) -> tuple[tuple[str, ...], float, bool] | None:
+        """The choice, unsure when other voices went on in the room and its action carries free text.
 
         A search, a list item or a message is free text the search fits to whatever is said:
         other voices in it ("play last in Hallway" over people talking heard as "play last in
-        four away", and played; Whisper's own words were "So I play last in 4th wave.") make it
-        a question first, unless Whisper's own words ``free`` hold that text too ("Put batteries
-        in Chores."): two decodes heard it.
+        four away", and played) make it a question first. Whisper's own words holding the same
+        text is no proof: its free decode heard "Play last in 4th wave." too.
         """
-        if (choice is not None and voices and not choice[2]
-                and self._free_text_action(choice[0], heard=tuple(tokenize(free)))):
+        if choice is not None and voices and not choice[2] and self._action(choice[0], free_text=True):
             return choice[0], choice[1], True
         return choice
 
-    def _free_text_action(self, words: tuple[str, ...], heard: tuple[str, ...] = ()) -> bool:
-        """Whether the words ask for an action with free text in it (a search, a list item, a message).
-
-        ``heard``: Whisper's own words; free text that is in them, word for word, does not count.
-        """
+    def _action(self, words: tuple[str, ...], *, free_text: bool = False) -> bool:
+        """Whether the words ask for an action (``free_text``: with free text in it: a search, a list item)."""
         intent = self.agent.recognize(" ".join(words)) if words else None
-        if intent is None or intent.name in READ_ONLY_INTENTS:
-            return False
-        texts = [tuple(tokenize(str(value))) for slot, value in intent.slots.items() if slot in FREE_SLOTS]
-        return any(not text or not _contains(heard, text) for text in texts)
+        return (intent is not None and intent.name not in READ_ONLY_INTENTS
+                and (not free_text or bool(FREE_SLOTS.intersection(intent.slots))))
 
     def _meaning(self, words: tuple[str, ...], known: Meanings | None = None) -> tuple[object, ...] | None:
         """What a sentence would do: the intent, its targets and its values (free text left out).
@@ -733,19 +727,6 @@ def _talker_start(levels: list[tuple[float, bool]], frame_ms: int = 30) -> int:
     onset = next(i for i, (db, _speech) in enumerate(levels) if db >= talker - ONSET_DB)
     cut = max(0, onset - ONSET_MARGIN_MS // frame_ms)
     return cut if sum(speech for _db, speech in levels[:cut]) >= 3 else 0
-
-
-def _contains(words: tuple[str, ...], run: tuple[str, ...]) -> bool:
-    """Whether ``run`` is in ``words``, word for word and in a row (a plural the same as one)."""
-    words, run = tuple(map(_singular, words)), tuple(map(_singular, run))
-    return any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
-
-
-def _singular(word: str) -> str:
-    """The word without a plural's ending ("batteries": "battery"; "towels": "towel")."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _within(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:

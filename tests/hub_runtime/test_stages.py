@@ -921,21 +921,28 @@ def _finished(whisper: ScriptedWhisper, pocketsphinx: str = "", *, voices: bool 
 
 
 @pytest.mark.parametrize(("whisper", "sentence", "voices", "unsure"), [
-    # other voices in the room: a request with free text in it (a search) that Whisper's own
-    # words do not hold is asked about first
+    # other voices in the room: a request with free text in it (a search) is asked about first,
+    # also when Whisper's own words hold the same text (its free decode hears the voices too)
     ("So I play last in 4th wave.", "play last in four away", True, True),
-    ("So I play last in 4th wave.", "play last in four away", False, False),
-    # ... free text Whisper's own words hold too is not: two decodes heard it
-    ("Play jazz on the TV.", "play jazz on the tv", True, False),
-    ("Add batteries to my shopping list.", "add batteries to my shopping list", True, False),
-    ("Add batteries to my shopping list.", "add battery to my shopping list", True, False),  # one or more
-    ("Add patties to my shopping list.", "add batteries to my shopping list", True, True),
+    ("Play last in four away.", "play last in four away", True, True),
+    ("Play jazz on the TV.", "play jazz on the tv", True, True),
+    ("Play jazz on the TV.", "play jazz on the tv", False, False),
     # ... an action without free text is not, nor free text only read
     ("Turn on the kitchen light.", "turn on the kitchen light", True, False),
 ])
 def test_free_text_amid_other_voices_is_asked_about(whisper: str, sentence: str, voices: bool, unsure: bool) -> None:
     said = _finished(ScriptedWhisper(whisper, (_heard(sentence, -3.0, 0.5),)), voices=voices)
     assert said == [("grammar", sentence, unsure)]
+
+
+@pytest.mark.parametrize(("whisper", "voices", "unsure"), [
+    # Whisper's own words, no sentence of the grammar: amid other voices an action is asked about
+    ("Turn on the kitchen light.", True, True),
+    ("Turn on the kitchen light.", False, False),
+    ("What time is it?", True, False),  # a question changes nothing
+])
+def test_whispers_own_action_amid_other_voices_is_asked_about(whisper: str, voices: bool, unsure: bool) -> None:
+    assert _finished(ScriptedWhisper(whisper, ()), voices=voices) == [("open", whisper, unsure)]
 
 
 def test_whispers_window_starts_at_the_talker_when_other_voices_came_first() -> None:
