@@ -83,11 +83,13 @@ class RouterStage(Stage):
         said_stop = is_stop(text)
         intent = self.understanding.agent.recognize(text) if text else None
         recognized = intent is not None
+        said = words  # the words that count as said
         if (intent is not None and is_local(intent.name) and not is_question(words, text)
                 and tokenize(frame.open_text) != tokenize(text)):
             # the grammar's small talk that Whisper's own words do not say: short social
-            # sentences are what it fits a listener's hum to ("uh huh", heard "Fuff": "bye bye")
-            recognized = False
+            # sentences are what it fits a listener's hum to ("uh huh", heard "Fuff": "bye bye";
+            # "mm hmm", heard "And Anton.": "see you soon"); Whisper's words are what was said
+            recognized, said = False, tokenize(frame.open_text)
         # Whisper's own words count too: the grammar fits "OK." to some sentence of its own
         backchannel = is_backchannel(text) or is_backchannel(frame.open_text)
         # Whisper alone often misses a short "stop" under the echo ("Let's talk.", "Start"); the
@@ -96,7 +98,7 @@ class RouterStage(Stage):
         grammar_stop = (bool(frame.grammar_text) and is_stop(frame.grammar_text or "") and not recognized
                         and not backchannel and not is_question(words, text))
         matters = grammar_stop or (text and not backchannel and (
-            said_stop or len(words) >= 3 or is_question(words, text) or recognized))
+            said_stop or len(said) >= 3 or is_question(words, text) or recognized))
         if not matters:
             await self.push(ResumeFrame())
             return None
