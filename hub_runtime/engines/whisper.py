@@ -47,7 +47,16 @@ from ..grammar.pronounce import syllables
 from ..grammar.tokens import TokenGrammar, write
 from ..text import split_sentences
 from .base import CANCELLED, Heard, WhisperResult
-from .whisper_decoder import Agreement, Encoded, WhisperDecoder, agreement, constrained_search, score_segment
+from .whisper_decoder import (
+    WILDCARD_PENALTY,
+    Agreement,
+    Encoded,
+    WhisperDecoder,
+    agreement,
+    as_sentence,
+    constrained_search,
+    score_segment,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -75,6 +84,11 @@ REPEAT_SIMILARITY: Final = 0.6  # a later sentence this like an earlier one (wor
 # choice token by token: the grammar cost at most this much in all (nats) ...
 AGREED_MAX_FORCED: Final = 1.0
 AGREED_MIN_MARGIN: Final = 1.0  # ... and each token (and the end) beat any other reading by this much
+# That sentence, when the search did not find it, weighs in the choice only within this many
+# nats of the best sentence (the stage's bonus for two recognisers agreeing, 2, with the
+# opposite action's margin one syllable away, 8): when even its best writing is further behind,
+# one pass's score of one writing stands in for a search of its writings (35 to 100 ms)
+ALSO_NATS: Final = 10.0
 
 
 def bundled_model() -> Path:
@@ -195,8 +209,9 @@ class WhisperTranscriber:
                 grammar: Dfa | None, speech_s: float, also: tuple[str, ...], cancel: threading.Event | None
                 ) -> WhisperResult:
         """The pass on an encoding: another sentence agreed at once, else the free decode and the search."""
+        also_found: Agreement | None = None  # how Whisper agrees with the other recogniser's sentence
         if grammar is not None and also and grammar.accepts(also):
-            agreed = self._agreed(also, audio_enc, stamps, speech_s, self.token_grammar(grammar))
+            agreed, also_found = self._agreed(also, audio_enc, stamps, speech_s, self.token_grammar(grammar))
             if agreed is not None:
                 return agreed
         tokens: list[int] = []
@@ -224,9 +239,14 @@ class WhisperTranscriber:
             sentences = self._within(grammar, audio_enc, stamps, speech_s, stop=stop) if grammar is not None else ()
             if cancel is not None and cancel.is_set():
                 return CANCELLED  # CTranslate2's decode cannot be stopped; it is short (waited for below)
-            if (grammar is not None and also and grammar.accepts(also) and all(h.words != also for h in sentences)
-                    and not fast.is_set()):
-                sentences += self._within(_one_sentence(also), audio_enc, stamps, speech_s, cache=False)[:1]
+            if also_found is not None and all(h.words != also for h in sentences) and not fast.is_set():
+                assert grammar is not None
+                heard, hope = self._as_sentence(also, also_found, audio_enc, stamps, speech_s,
+                                                self.token_grammar(grammar))
+                if sentences and hope < sentences[0].score - ALSO_NATS:
+                    sentences += (heard,)
+                else:
+                    sentences += self._within(_one_sentence(also), audio_enc, stamps, speech_s, cache=False)[:1]
         finally:
             words = own.result()
         if isinstance(words, WhisperResult):
@@ -253,7 +273,7 @@ class WhisperTranscriber:
             return text, score, None, None
         heard = tuple(tokenize(text))
         if heard and heard != also and grammar.accepts(heard):
-            found = self._agreed(heard, audio, stamps, speech_s, self.token_grammar(grammar))
+            found, _agreement = self._agreed(heard, audio, stamps, speech_s, self.token_grammar(grammar))
             if found is not None:
                 agreed.set()
                 return found
@@ -265,7 +285,15 @@ class WhisperTranscriber:
 
     def _with_rivals(self, result: WhisperResult, rivals: Iterable[tuple[str, ...]], audio: Encoded, stamps: range,
                      speech_s: float, grammar: TokenGrammar) -> WhisperResult:
-        """``result`` with the rival sentences of the grammar it lacks, each scored as the search would (one pass)."""
+        """``result`` with the rival sentences of the grammar it lacks, each scored in one pass.
+
+        A rival (the opposite action, one syllable away) gets the benefit of the doubt: it is
+        scored as the agreement scores a text, its end not charged and a token that writes
+        the same letters counted as its own, so it is a little likelier than the search would
+        find it (the order of a nat). Charged as the search charges ("unmute the music on
+        Living Room TV" in pink noise, heard "mute music on living room tv"), it no longer
+        made the hub ask first, and the hub muted the TV.
+        """
         found = {h.words for h in result.sentences}
         more: list[Heard] = []
         for words in rivals:
@@ -281,29 +309,62 @@ class WhisperTranscriber:
         return dataclasses.replace(result, sentences=sentences)
 
     def _agreed(self, words: tuple[str, ...], audio: Encoded, stamps: range, speech_s: float,
-                grammar: TokenGrammar) -> WhisperResult | None:
+                grammar: TokenGrammar) -> tuple[WhisperResult | None, Agreement]:
         """``words`` as the result, if Whisper's own choice is that sentence, token by token, by a margin.
 
         Inside the sentence, only a reading of the grammar's is a rival ("leaving" for
         "living" in "turn off the living room lamp" is no sentence): what others cost
         Whisper is bounded by ``AGREED_MAX_FORCED``. The first token (a question or a
-        command) and the end (more words) take every reading as a rival.
+        command) and the end (more words) take every reading as a rival. With how Whisper
+        agrees, for :meth:`_as_sentence`.
         """
         heard, found = self._score(words, audio, stamps, speech_s, grammar)
         text = write(words)
         _LOGGER.debug("whisper on %r: forced %.2f, margin %.2f", text, found.forced, found.margin)
         if found.forced > AGREED_MAX_FORCED or found.margin < AGREED_MIN_MARGIN:
-            return None
+            return None, found
         return WhisperResult(text=text.strip() + ".", logprob=found.logprob, sentences=(heard,),
-                             text_logprob=found.logprob, text_score=heard.score, agreed=True)
+                             text_logprob=found.logprob, text_score=heard.score, agreed=True), found
 
     def _score(self, words: tuple[str, ...], audio: Encoded, stamps: range, speech_s: float,
-               grammar: TokenGrammar) -> tuple[Heard, Agreement]:
-        """One sentence of the grammar scored in one pass as the search scores them, and how Whisper agrees."""
-        tokens = list(self._tok.encode(write(words), add_special_tokens=False).ids)
+               grammar: TokenGrammar, *, symbols: bool = True) -> tuple[Heard, Agreement]:
+        """One sentence of the grammar scored in one pass, and how Whisper agrees.
+
+        The score leaves the end of the text out, and a token that writes the same letters
+        counts as the sentence's (:func:`agreement`): a little likelier than the search would
+        find it. ``symbols`` False: "percent" and "degrees" written as words.
+        """
+        tokens = list(self._tok.encode(write(words, symbols=symbols), add_special_tokens=False).ids)
+        rival, _wild = _grammar_rivals(grammar, tokens)
         found = agreement(self._decoder, audio, self._segment_prefix, tokens, timestamps=stamps,
-                          spelling=self._spelling, rival=_grammar_rivals(grammar, tokens))
+                          spelling=self._spelling, rival=rival)
         return Heard(words, found.logprob + length_fit(words, speech_s), found.forced, found.logprob), found
+
+    def _as_sentence(self, words: tuple[str, ...], found: Agreement, audio: Encoded, stamps: range,
+                     speech_s: float, grammar: TokenGrammar) -> tuple[Heard, float]:
+        """A sentence the search did not find, scored as the search scores one, and the most any writing could score.
+
+        From its pass in :meth:`_agreed` (``found``), its end added; with "percent" or
+        "degrees" after a number, written with the word too ("22 degrees", not "22°"): the
+        likelier writing counts. Free text pays what the search makes it pay.
+        """
+        best: tuple[float, float, float] | None = None
+        hope = -math.inf
+        for symbols in (True, False):
+            if not symbols:
+                if write(words, symbols=False) == write(words):
+                    break
+                _heard, found = self._score(words, audio, stamps, speech_s, grammar, symbols=False)
+            tokens = list(self._tok.encode(write(words, symbols=symbols), add_special_tokens=False).ids)
+            wild = WILDCARD_PENALTY * _grammar_rivals(grammar, tokens)[1]
+            logprob, cost, bound = as_sentence(self._decoder, audio, found, end_marks=grammar.end_marks,
+                                               end_of_text=self._eot, timestamps=stamps)
+            hope = max(hope, bound - wild)
+            if best is None or logprob - wild > best[0]:
+                best = logprob - wild, cost + wild, bound
+        assert best is not None
+        fit = length_fit(words, speech_s)
+        return Heard(words, best[0] + fit, best[1], best[0]), hope + fit
 
     @functools.lru_cache(maxsize=16384)  # noqa: B019 - one transcriber per process
     def _spelling(self, token: int) -> str:
@@ -332,21 +393,25 @@ class WhisperTranscriber:
         return tuple(out.values())
 
 
-def _grammar_rivals(grammar: TokenGrammar, tokens: list[int]) -> Callable[[int, int], bool]:
+def _grammar_rivals(grammar: TokenGrammar, tokens: list[int]) -> tuple[Callable[[int, int], bool], int]:
     """Whether a token, in place of ``tokens[row]``, goes on a sentence of the grammar (as the search writes them).
 
-    When the written tokens are not a path of the grammar, every token is a rival.
+    And how many of the tokens are free text (a wildcard's), which the search pays
+    ``WILDCARD_PENALTY`` for. When the written tokens are not a path of the grammar, every
+    token is a rival.
     """
     allowed = []
+    wild = 0
     path = grammar.advance(grammar.start(), grammar.timestamp) if grammar.timestamp is not None else grammar.start()
     for token in tokens:
         allowed.append(grammar.allowed(path) if path else None)
         path = grammar.advance(path, token) if path else path
+        wild += bool(path) and grammar.in_wildcard(path)
 
     def rival(row: int, token: int) -> bool:
         here = allowed[row]
         return here is None or token in here.tokens or (here.any_text and grammar.is_text(token))
-    return rival
+    return rival, wild
 
 
 def _one_sentence(words: tuple[str, ...]) -> Dfa:

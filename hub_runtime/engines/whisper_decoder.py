@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -416,6 +416,7 @@ class _Segment:
     """Text run through the decoder as the search writes a sentence: a timestamp, the tokens, then the end."""
 
     start_logprob: float  # that a timestamp comes first (summed over the times it may be at)
+    start_forced: float  # what the timestamp first costs against Whisper's likeliest token there
     cache: Cache
     ids: npt.NDArray[np.intp]  # the text's distinct tokens, sorted
     logp: F32  # [tokens + 1, len(ids)]
@@ -427,12 +428,14 @@ class _Segment:
 def _segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int],
              timestamps: range) -> _Segment:
     hidden, cache = decoder.forward(np.array([prefix], dtype=np.intp), None, audio)
-    _, _, _, stamps = decoder.log_probs(hidden[:, -1], np.zeros(0, np.intp), timestamps)
+    _, first_best, _, stamps = decoder.log_probs(hidden[:, -1], np.zeros(0, np.intp), timestamps)
     start = timestamps[int(np.argmax(stamps[0]))]
     hidden, cache = decoder.forward(np.array([[start, *tokens]], dtype=np.intp), cache, audio)
     ids = np.unique(np.array(tokens, dtype=np.intp))
     logp, best, common, text_stamps = decoder.log_probs(hidden[0], ids, timestamps)
-    return _Segment(float(np.logaddexp.reduce(stamps[0])), cache, ids, logp, best, common, text_stamps)
+    start_logprob = float(np.logaddexp.reduce(stamps[0]))
+    return _Segment(start_logprob, max(0.0, float(first_best[0]) - start_logprob), cache, ids, logp, best, common,
+                    text_stamps)
 
 
 def score_segment(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int], *,
@@ -461,6 +464,12 @@ class Agreement:
     logprob: float  # of the text between its timestamps (the end of text left out)
     forced: float  # summed over tokens (and the end): the likeliest token's log-prob less the text's
     margin: float  # the least, over tokens (and the end), by which the text's beats any other reading
+    # what the search's ``forced`` would be for these tokens, their end left out (see :func:`as_sentence`)
+    cost: float
+    # at most how likely the text is, written any way: at each token, the likeliest that writes
+    # the same letters (" Christmas" for " christmas"); its end left out
+    hope: float
+    segment: _Segment
 
 
 def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens: list[int], *,
@@ -479,7 +488,8 @@ def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens
     seg = _segment(decoder, audio, prefix, tokens, timestamps)
     letters = [spelling(t) for t in tokens]
     forced, margin = 0.0, math.inf
-    logprob = seg.start_logprob
+    logprob = hope = seg.start_logprob
+    cost = seg.start_forced
     for row in range(len(tokens) + 1):
         rest = "".join(letters[row:])
         common = seg.common[row]
@@ -487,6 +497,7 @@ def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens
         if row < len(tokens):  # a timestamp here would end the text early
             mine, other = float(seg.logp[row, np.searchsorted(seg.ids, tokens[row])]), stamp
             logprob += mine
+            cost += float(seg.best[row]) - mine
         else:  # after the text, a timestamp is its end
             mine, other = stamp, -math.inf
         inside = 0 < row < len(tokens)
@@ -497,4 +508,51 @@ def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens
                 other = max(other, float(common[t]))
         forced += max(0.0, float(seg.best[row]) - mine)
         margin = min(margin, mine - other)
-    return Agreement(logprob, forced, margin)
+        if row < len(tokens):
+            hope += mine
+    return Agreement(logprob, forced, margin, cost, hope, seg)
+
+
+def as_sentence(decoder: WhisperDecoder, audio: Encoded, found: Agreement, *, end_marks: Sequence[int],
+                end_of_text: int, timestamps: range) -> tuple[float, float, float]:
+    """The text of ``found`` as the search writes a sentence: its log-probability, cost and hope, its end included.
+
+    The end is the likelier of a timestamp then the end of text, and of the likeliest end
+    mark (``end_marks``: ".", "?"), a timestamp and the end of text, as the search scores
+    them (two more decoder steps): the log-probability and cost then rank the text among the
+    search's sentences (a :class:`Hypothesis`'s ``logprob`` and ``forced``).
+    """
+    end_logprob, end_cost = _sentence_end(decoder, audio, found.segment, end_marks, end_of_text, timestamps)
+    return found.logprob + end_logprob, found.cost + end_cost, found.hope + end_logprob
+
+
+def _sentence_end(decoder: WhisperDecoder, audio: Encoded, seg: _Segment, end_marks: Sequence[int],
+                  end_of_text: int, timestamps: range) -> tuple[float, float]:
+    """The log-probability of the likelier end after the text, and its cost, as the search counts them.
+
+    Either a timestamp then the end of text, or the likeliest end mark, a timestamp and the
+    end of text (two more decoder steps).
+    """
+    last = len(seg.best) - 1
+    best = float(seg.best[last])
+    stamp = float(np.logaddexp.reduce(seg.stamps[last]))
+    closing = timestamps[int(np.argmax(seg.stamps[last]))]
+    eot = np.array([end_of_text], dtype=np.intp)
+    marks = [m for m in end_marks if m < seg.common.shape[1]]
+    if not marks:
+        hidden, _ = decoder.forward(np.array([[closing]], dtype=np.intp), seg.cache, audio)
+        logp, after_best, _, _ = decoder.log_probs(hidden[:, -1], eot, timestamps)
+        return stamp + float(logp[0, 0]), best - stamp + float(after_best[0] - logp[0, 0])
+    mark = max(marks, key=lambda m: float(seg.common[last, m]))
+    hidden, cache = decoder.forward(np.array([[closing], [mark]], dtype=np.intp), seg.cache.take(np.zeros(2, np.intp)),
+                                    audio)
+    logp, after_best, _, after_stamps = decoder.log_probs(hidden[:, -1], eot, timestamps)
+    plain = (stamp + float(logp[0, 0]), best - stamp + float(after_best[0] - logp[0, 0]))
+    mark_lp = float(seg.common[last, mark])
+    after = float(np.logaddexp.reduce(after_stamps[1]))
+    hidden, _ = decoder.forward(np.array([[timestamps[int(np.argmax(after_stamps[1]))]]], dtype=np.intp),
+                                cache.take(np.ones(1, np.intp)), audio)
+    final, final_best, _, _ = decoder.log_probs(hidden[:, -1], eot, timestamps)
+    marked = (mark_lp + after + float(final[0, 0]),
+              best - mark_lp + max(0.0, float(after_best[1]) - after) + float(final_best[0] - final[0, 0]))
+    return max(plain, marked)

@@ -87,6 +87,11 @@ class TokenGrammar:
         self._token_cache: dict[str, list[int]] = {}
         self._allowed: dict[frozenset[Point], Allowed] = {}
 
+    @property
+    def end_marks(self) -> tuple[int, ...]:
+        """The tokens a sentence may end with (".", "?", "!")."""
+        return tuple(self._end_marks)
+
     def _single(self, text: str) -> int:
         ids = self._encode(text)
         if len(ids) != 1:
@@ -335,10 +340,11 @@ def _spelled_value(words: tuple[str, ...]) -> int | None:
     return _VALUES.get(" ".join(words))
 
 
-def write(words: tuple[str, ...]) -> str:
+def write(words: tuple[str, ...], *, symbols: bool = True) -> str:
     """The likeliest way Whisper writes a sentence: capitalised, numbers in digits, "percent" as "%".
 
-    ("set the fan to fifty five percent" → " Set the fan to 55%"; no end mark.)
+    ("set the fan to fifty five percent" → " Set the fan to 55%"; no end mark.) ``symbols``
+    False: "percent" and "degrees" are written as words (" 22 degrees").
     """
     out: list[str] = []
     i = 0
@@ -351,7 +357,7 @@ def write(words: tuple[str, ...]) -> str:
                 break
         else:
             word = words[i]
-            if word in _SYMBOLS and out and out[-1].isdigit():
+            if symbols and word in _SYMBOLS and out and out[-1].isdigit():
                 out[-1] += _SYMBOLS[word][0]
             else:
                 out.append(word)

@@ -219,6 +219,58 @@ def test_whisper_s_own_words_are_taken_at_once_when_they_are_a_sentence_it_agree
         assert len(result.sentences) == 1 and result.text == write(tuple(text.split())).strip() + "."
 
 
+@pytest.mark.parametrize(("text", "voice"), [
+    ("where does my data go to", "en-us"),  # written with "?" at its end
+    ("turn on the office fan", "en-gb"),  # with "."
+    ("set the temperature to twenty two degrees", "en-us"),  # Whisper writes "22 degrees" here, not "22°"
+])
+def test_a_sentence_scored_in_one_pass_ranks_as_the_search_would_rank_it(
+        whisper: WhisperTranscriber, text: str, voice: str) -> None:
+    """Another recogniser's sentence the search did not find is scored in one pass, as the search scores one.
+
+    The same log-probability (its end included: a mark, a timestamp, the end of text) and
+    the same cost against Whisper's likeliest tokens as the search's best way of writing it,
+    in a fraction of a search's time.
+    """
+    from hub_runtime.engines.whisper_decoder import constrained_search
+
+    audio = speak(text, voice).astype(np.float32) / 32768.0
+    speech_s = len(audio) / RATE
+    window = 3
+    _features, encoded = whisper._encode(audio, window)
+    stamps = range(whisper._timestamp_begin, whisper._timestamp_begin + window * 50 + 1)
+    grammar = whisper.token_grammar(_chain(text))
+    searched = constrained_search(whisper._decoder, encoded, grammar, whisper._segment_prefix, timestamps=stamps,
+                                  fit=lambda words: length_fit(words, speech_s), slack=2.2)[0]
+    words = tuple(text.split())
+    _heard, agreed = whisper._score(words, encoded, stamps, speech_s, grammar)
+    heard, hope = whisper._as_sentence(words, agreed, encoded, stamps, speech_s, grammar)
+    assert heard.words == searched.words
+    assert heard.score == pytest.approx(searched.score, abs=0.3), (heard, searched)
+    assert heard.forced == pytest.approx(searched.forced, abs=0.3), (heard, searched)
+    assert hope >= heard.score
+
+
+def test_a_misheard_sentence_of_the_other_recogniser_far_behind_is_not_searched_for(
+        whisper: WhisperTranscriber, agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pocketsphinx's sentence, far behind what Whisper heard, keeps its one-pass score: no search of its writings."""
+    searches: list[bool] = []
+    within = whisper._within
+
+    def counted(*args: object, cache: bool = True, **kwargs: object) -> object:
+        searches.append(cache)
+        return within(*args, cache=cache, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(whisper, "_within", counted)
+    text, misheard = "turn on the office fan", ("what", "time", "is", "it")
+    result = whisper.transcribe(_audio(text, "en-gb"), "Turn on the light.", grammar=agent.model.grammar.spoken_dfa(),
+                                speech_s=len(speak(text, "en-gb")) / RATE, also=misheard)
+    assert result.sentences[0].words == tuple(text.split()), result
+    behind = next(h for h in result.sentences if h.words == misheard)
+    assert behind.score < result.sentences[0].score - 10
+    assert searches == [True], searches  # the search within the grammar, and no other
+
+
 def test_the_search_goes_on_for_the_runners_up_within_its_slack(whisper: WhisperTranscriber, agent: Agent) -> None:
     """Stopping at the best sentence misses a rival a hair behind it: the slack finds those within it."""
     from hub_runtime.engines.whisper_decoder import constrained_search
