@@ -15,6 +15,7 @@ learnt positions; the output projection is the token embedding.
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 from collections.abc import Callable, Sequence
@@ -467,7 +468,8 @@ class Agreement:
     # what the search's ``forced`` would be for these tokens, their end left out (see :func:`as_sentence`)
     cost: float
     # at most how likely the text is, written any way: at each token, the likeliest that writes
-    # the same letters (" Christmas" for " christmas"); its end left out
+    # the same letters up to a token's end (" Christmas" for " christmas", or " christ" "mas";
+    # not " chr"); its end left out
     hope: float
     segment: _Segment
 
@@ -501,15 +503,20 @@ def agreement(decoder: WhisperDecoder, audio: Encoded, prefix: list[int], tokens
         else:  # after the text, a timestamp is its end
             mine, other = stamp, -math.inf
         inside = 0 < row < len(tokens)
+        best_writing = mine  # ... of the next words: a token that writes one or more of them whole
+        ends = set(itertools.accumulate(len(x) for x in letters[row:]))
         for t in np.argpartition(-common, rivals)[:rivals].tolist():
-            if rest.startswith(spelling(t)):
+            spelt = spelling(t)
+            if rest.startswith(spelt):
                 mine = max(mine, float(common[t]))
+                if len(spelt) in ends:
+                    best_writing = max(best_writing, float(common[t]))
             elif not inside or rival is None or rival(row, t):
                 other = max(other, float(common[t]))
         forced += max(0.0, float(seg.best[row]) - mine)
         margin = min(margin, mine - other)
         if row < len(tokens):
-            hope += mine
+            hope += best_writing
     return Agreement(logprob, forced, margin, cost, hope, seg)
 
 
