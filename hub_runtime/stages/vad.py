@@ -193,11 +193,6 @@ class TalkerGate:
         """Whether the last frame was the talker's silence, not voices, though the VAD heard speech."""
         return self._hush >= TALKER_HUSH_FRAMES
 
-    @property
-    def hush_began(self) -> bool:
-        """Whether the last frame is the one that found the talker's silence (the frames before it were too)."""
-        return self._hush == TALKER_HUSH_FRAMES
-
     def reset(self) -> None:
         """Forget the talker (the room fell quiet, or the voices went on too long to be held)."""
         self._levels, self._recent, self._level = [], deque(), None
@@ -229,6 +224,7 @@ class VadStage(Stage):
         self._run_ms = 0
         self._edge_ms = 0
         self._since_playback = ECHO_TAIL_FRAMES + 1  # frames since the speaker last played
+        self._hushed = False  # the talker gate found the talker's silence in the last frame
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Score audio frames; forward everything."""
@@ -242,9 +238,11 @@ class VadStage(Stage):
                 level_db(frame.audio.samples_i16), heard, echo_allows,
                 playing=self._since_playback <= ECHO_TAIL_FRAMES,
                 speaking=self.state in (VadState.SPEAKING, VadState.STOPPING))
-            frame.voices = echo_allows and not frame.speech and not self.talker_gate.hushed
-            if self.talker_gate.hush_began:  # the quiet frames before this one were the talker's silence too
+            hushed = self.talker_gate.hushed
+            frame.voices = echo_allows and not frame.speech and not hushed
+            if hushed and not self._hushed:  # the quiet frames before this one were the talker's silence too
                 frame.quiet_before_ms = (TALKER_HUSH_FRAMES - 1) * self.frame_ms
+            self._hushed = hushed
             await self._step(frame)
         await self.push(frame, direction)
 
