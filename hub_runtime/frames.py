@@ -72,9 +72,6 @@ class InputAudioFrame(SystemFrame):
     probability: float = 0.0
     reference: Int16Array | None = None
     voices: bool = False  # speech the VAD heard that the talker gate held as other voices (a TV)
-    # silence before this frame that the VAD counted as speech: set on the frame where the talker
-    # gate found the talker's silence (TALKER_HUSH_FRAMES quiet frames, the first ones still speech)
-    quiet_before_ms: int = 0
 
     @functools.cached_property
     def played(self) -> bool:

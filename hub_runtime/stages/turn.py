@@ -197,8 +197,8 @@ class TurnStage(Stage):
             self._voiced_ms += self.frame_ms
             self._silence_ms = 0
             self._checking, self._verdict = False, None  # the words go on: a pause's check is moot
-        else:  # the talker gate may find the talker's silence a frame late: it began then
-            self._silence_ms += self.frame_ms + frame.quiet_before_ms
+        else:
+            self._silence_ms += self.frame_ms
         if self._barge and self._voiced_ms >= self.settings.backchannel_ms and self._a_real_turn():
             self._barge = False
             await self.push(InterruptionFrame())

@@ -224,7 +224,6 @@ class VadStage(Stage):
         self._run_ms = 0
         self._edge_ms = 0
         self._since_playback = ECHO_TAIL_FRAMES + 1  # frames since the speaker last played
-        self._hushed = False  # the talker gate found the talker's silence in the last frame
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Score audio frames; forward everything."""
@@ -238,11 +237,7 @@ class VadStage(Stage):
                 level_db(frame.audio.samples_i16), heard, echo_allows,
                 playing=self._since_playback <= ECHO_TAIL_FRAMES,
                 speaking=self.state in (VadState.SPEAKING, VadState.STOPPING))
-            hushed = self.talker_gate.hushed
-            frame.voices = echo_allows and not frame.speech and not hushed
-            if hushed and not self._hushed:  # the quiet frames before this one were the talker's silence too
-                frame.quiet_before_ms = (TALKER_HUSH_FRAMES - 1) * self.frame_ms
-            self._hushed = hushed
+            frame.voices = echo_allows and not frame.speech and not self.talker_gate.hushed
             await self._step(frame)
         await self.push(frame, direction)
 

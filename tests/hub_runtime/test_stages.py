@@ -202,27 +202,6 @@ def test_turn_ends_soon_after_a_complete_command() -> None:
     assert len(ends) == 1 and not ends[0].discard and ends[0].silence_ms == 90
 
 
-def test_turn_counts_the_silence_the_talker_gate_found_a_frame_late() -> None:
-    """The first quiet frame was still speech to the VAD; the frame that ends the speech says so."""
-    hushed = _speech(300, 1, speech=False)
-    hushed[0].quiet_before_ms = 30  # type: ignore[attr-defined]
-    frames = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame("turn on the light", True),
-              *hushed, *_speech(330, 1, speech=False)]
-    ends = run(_turn(), frames).of(EndOfTurnFrame, up=True)
-    assert [e.silence_ms for e in ends] == [90]  # one frame sooner than without
-
-
-def test_the_vad_marks_the_frame_where_the_talkers_silence_began_a_frame_earlier() -> None:
-    from hub_runtime.stages.vad import TALKER_HUSH_FRAMES
-
-    n = 20 + 4
-    stage = VadStage(ScriptedScorer([1.0] * n), threshold=0.5, start_ms=60, stop_ms=240, frame_ms=30)
-    frames = [audio_frame(i * 30, level=4000 if i < 20 else 1) for i in range(n)]
-    audio = run(stage, frames).of(type(frames[0]))
-    assert [f.speech for f in audio[19:]] == [True] * TALKER_HUSH_FRAMES + [False] * (5 - TALKER_HUSH_FRAMES)
-    assert [f.quiet_before_ms for f in audio[19:]] == [0] * TALKER_HUSH_FRAMES + [30] + [0] * (4 - TALKER_HUSH_FRAMES)
-
-
 def test_the_second_tiers_verdict_on_a_pause_decides_how_long_the_turn_waits() -> None:
     """Pocketsphinx fits a pause inside a sentence to a command; the turn waits for the check of the pause."""
     said = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame("toggle the study light", True),
