@@ -32,6 +32,8 @@ _ONES: Final = (
 _TENS: Final = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 # the words :func:`number_words` spells with (and the NLU reads back as digits)
 NUMBER_WORDS: Final = frozenset((*_ONES, *(t for t in _TENS if t != "_"), "hundred", "thousand"))
+# ... those more number words may follow: "thirty" may be the start of "thirty four"
+OPEN_NUMBER_WORDS: Final = frozenset((*(t for t in _TENS if t != "_"), "hundred", "thousand"))
 
 
 def number_words(n: int) -> str:

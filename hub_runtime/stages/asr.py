@@ -609,6 +609,7 @@ class AsrStage(Stage):
                   or _polarity_unclear(heard)
                   or _against(heard, top.words)
                   or _asks(heard, result.text, top.words)
+                  or _number_goes_on(heard, top.words)
                   or (command and _other_action(meaning, free_meaning))
                   or syllables(heard) > 1.5 * syllables(top.words) + 2)  # Whisper heard much more than it says
         return top.words, share, unsure
@@ -705,6 +706,21 @@ def _numbers(words: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
         if is_number:
             runs.append(tuple(run))
     return tuple(runs)
+
+
+def _number_goes_on(heard: list[str], words: tuple[str, ...]) -> bool:
+    """Whether the sentence ends on a number, and Whisper's words go on after it with a word it does not explain.
+
+    Such a word may be the number's end misheard, or the turn cut inside it: "make the volume
+    to 34 Kitchen Speaker" ended after "34", Whisper wrote "Make the volume to 30 feet." and
+    the sentence "make the volume to thirty" set the wrong player to the wrong volume. A
+    number the sentence says its unit after ("by fifty four second", heard "54 sec") is not
+    in doubt so: the unit is the sentence's, however Whisper wrote it.
+    """
+    if not words or words[-1] not in NUMBER_WORDS:
+        return False
+    return any(word in NUMBER_WORDS and after not in NUMBER_WORDS and after not in FUNCTION_WORDS
+               and after not in words for word, after in itertools.pairwise(heard))
 
 
 def _intent_meaning(intent: Intent) -> tuple[object, ...]:

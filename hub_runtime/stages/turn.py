@@ -2,8 +2,9 @@
 
 End of turn is not silence alone: when the running hypothesis is already a complete
 command of the grammar the turn closes after ``complete_silence_ms`` of silence (a
-one-word command, or any over the hub's paused voice, after ``short_silence_ms``: it may
-be the start of a longer one), otherwise after ``incomplete_silence_ms``. In a pause the
+one-word command, one that ends on a number more number words may follow ("set the volume
+to thirty [pause] four"), or any over the hub's paused voice, after ``short_silence_ms``:
+it may be the start of a longer one), otherwise after ``incomplete_silence_ms``. In a pause the
 ASR's second tier checks the words (CheckingFrame, then a ``checked`` partial): the turn
 waits for that verdict, which overrules the grammar tier's; a full command of the grammar
 tier's that the check was not sure of closes after ``short_silence_ms`` (a pause inside a
@@ -53,6 +54,7 @@ from ..frames import (
     SpeechStartedFrame,
     WakeWordFrame,
 )
+from ..grammar.automaton import OPEN_NUMBER_WORDS
 from ..pipeline import Direction, Stage
 from ..settings import TurnSettings
 from ..status import DialogueTracker
@@ -216,9 +218,12 @@ class TurnStage(Stage):
             # that pocketsphinx fitted to "hello"): the request is still to come
             doubted = self._verdict is False and self._grammar_complete and bool(self._verdict_words)
             return self.settings.short_silence_ms if doubted else self.settings.incomplete_silence_ms
-        if len(self._words.split()) < 2 or self._barge:  # "stop" may go on: "stop the mower"
-            # over the hub (paused: it is quiet anyway), the grammar's words are not trusted to be
-            # whole: "turn on the office" cut from "... fan" where the echo gate held a frame back
+        words = self._words.split()
+        if len(words) < 2 or words[-1] in OPEN_NUMBER_WORDS or self._barge:  # "stop" may go on: "stop the mower"
+            # "thirty" may go on too: "make the volume to thirty [pause] four Kitchen Speaker", its
+            # turn ended after "thirty", set the player in the hub's room to 30. Over the hub
+            # (paused: it is quiet anyway), the grammar's words are not trusted to be whole:
+            # "turn on the office" cut from "... fan" where the echo gate held a frame back
             return self.settings.short_silence_ms
         return self.settings.complete_silence_ms
 

@@ -252,6 +252,21 @@ def test_a_one_word_command_or_any_over_the_hub_waits_a_little_longer() -> None:
     assert ends and ends[0].silence_ms == TurnSettings().short_silence_ms
 
 
+@pytest.mark.parametrize(("words", "waits"), [
+    ("set the volume to thirty", True),  # "... thirty [pause] four"
+    ("set the brightness to one hundred", True),
+    ("set the volume to thirty four", False),
+    ("set the volume to five", False),
+    ("set the brightness to fifty percent", False),
+])
+def test_a_command_that_ends_on_a_number_more_may_follow_waits_a_little_longer(words: str, waits: bool) -> None:
+    frames = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame(words, True),
+              *_speech(300, 4, speech=False)]
+    assert bool(run(_turn(), frames).of(EndOfTurnFrame, up=True)) is not waits
+    ends = run(_turn(), [*frames, *_speech(420, 8, speech=False)]).of(EndOfTurnFrame, up=True)
+    assert [e.silence_ms for e in ends] == [TurnSettings().short_silence_ms if waits else 90]
+
+
 def test_turn_waits_longer_when_the_words_are_not_a_command_yet() -> None:
     frames = [SpeechStartedFrame(onset_ms=0), *_speech(0, 10), PartialTranscriptFrame("turn on the", False),
               *_speech(300, 10, speech=False)]
@@ -857,6 +872,14 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
     ("Set the kitchen light. Write us to 80%.",
      [("set the kitchen light to eight percent", -11.3, 3.9), ("set the kitchen light to eighty percent", -12.9, 5.2)],
      ("grammar", "set the kitchen light to eighty percent", True), "", None),
+    # ... but a word after Whisper's number that the sentence leaves out: the number may be cut or misheard
+    ("Make the volume to 30 feet.", [("make the volume to thirty", -5.0, 2.0)],
+     ("grammar", "make the volume to thirty", True), "make the volume to thirty", None),
+    ("Set the kitchen light to 30 please.", [("set the kitchen light to thirty", -5.0, 2.0)],
+     ("grammar", "set the kitchen light to thirty", False), "set the kitchen light to thirty", None),
+    # ... nor a unit the sentence has after its number, however Whisper wrote it
+    ("Increase the timer by 54 sec.", [("increase the timer by fifty four second", -5.0, 2.0)],
+     ("grammar", "increase the timer by fifty four second", False), "increase the timer by fifty four second", None),
     # ... but not against the opposite action: the free decode may not have heard the polarity right
     ("Turn fans off.", [("turn fans off", -5.0, 1.0), ("turn fans on", -8.0, 2.0)],
      ("grammar", "turn fans off", True), "", None),
