@@ -84,7 +84,12 @@ def espeak_ipa(words: list[str]) -> list[str]:
 
 
 @cache
-def _cmudict(path: str) -> dict[str, list[str]]:
+def _cmudict(path: str) -> dict[str, tuple[str, ...]]:
+    """Each word's pronunciations, kept for the process.
+
+    Its ~126,000 entries are tuples of strings, which the garbage collector stops tracking;
+    as lists it scanned them at every full collection (~100 ms of the loop held up).
+    """
     entries: dict[str, list[str]] = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -95,7 +100,7 @@ def _cmudict(path: str) -> dict[str, list[str]]:
             if word.endswith(")"):  # alternates: "word(2)"
                 word = word[: word.index("(")]
             entries.setdefault(word, []).append(" ".join(parts[1:]))
-    return entries
+    return {word: tuple(prons) for word, prons in entries.items()}
 
 
 def build_dictionary(words: Iterable[str], cmudict: Path, out: Path) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from .automaton import NUMBER_WORDS, WILDCARD, Dfa, number_words, tokenize
@@ -27,15 +27,6 @@ from .automaton import NUMBER_WORDS, WILDCARD, Dfa, number_words, tokenize
 MAX_NUMBER_WORDS: Final = 4  # "one hundred twenty five"
 SENTENCE_ENDS: Final = (".", "?", "!")
 _SYMBOLS: Final = {"percent": ("%",), "degrees": ("°",), "degree": ("°",)}  # written glued to the number before
-
-
-@dataclass
-class _Node:
-    """A node of the trie of written forms that leave one DFA state."""
-
-    next: dict[int, int] = field(default_factory=dict)  # token -> node index
-    # (words, DFA state after them, whether the last token also ended the sentence: "%." is one token)
-    ends: list[tuple[tuple[str, ...], int, bool]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -79,7 +70,13 @@ class TokenGrammar:
         self._encode = encode
         self._decode = decode
         self.end_of_text = end_of_text
-        self._nodes: list[_Node] = []
+        # the tries of written forms that leave each DFA state, node by node: a node's next
+        # tokens (token -> node), and the words that end at it (words, DFA state after them,
+        # whether its last token also ended the sentence: "%." is one token). Plain dicts of
+        # ints and tuples: a grammar's ~140,000 nodes as objects made each full garbage
+        # collection of the process take ~300 ms, in the middle of a turn
+        self._next: list[dict[int, int]] = []
+        self._ends: dict[int, tuple[tuple[tuple[str, ...], int, bool], ...]] = {}
         self._building = threading.Lock()  # tries are built under it, and published whole
         self._roots: dict[int, int] = {}
         self._end_marks = {self._single(mark): mark for mark in SENTENCE_ENDS}
@@ -126,12 +123,13 @@ class TokenGrammar:
     def _add_path(self, root: int, tokens: list[int], end: tuple[tuple[str, ...], int, bool]) -> None:
         node = root
         for token in tokens:
-            child = self._nodes[node].next.get(token)
+            child = self._next[node].get(token)
             if child is None:
-                child = self._nodes[node].next[token] = self._new_node()
+                child = self._next[node][token] = self._new_node()
             node = child
-        if end not in self._nodes[node].ends:
-            self._nodes[node].ends.append(end)
+        ends = self._ends.get(node, ())
+        if end not in ends:
+            self._ends[node] = (*ends, end)
 
     def _tokens(self, text: str) -> list[int]:
         tokens = self._token_cache.get(text)
@@ -140,8 +138,8 @@ class TokenGrammar:
         return tokens
 
     def _new_node(self) -> int:
-        self._nodes.append(_Node())
-        return len(self._nodes) - 1
+        self._next.append({})
+        return len(self._next) - 1
 
     def _spellings(self, state: int) -> Iterable[tuple[tuple[str, ...], int, list[str]]]:
         """Every word (or spelled number) leaving ``state``, where it leads, and how it may be written."""
@@ -208,7 +206,7 @@ class TokenGrammar:
 
             def starts(state: int) -> None:
                 nonlocal any_text
-                tokens.update(self._nodes[self._root(state)].next)
+                tokens.update(self._next[self._root(state)])
                 any_text |= state != 0 and WILDCARD in self.dfa.trans[state]
 
             def boundary(state: int) -> None:
@@ -231,9 +229,8 @@ class TokenGrammar:
                     any_text |= point.node < MAX_WILDCARD_TOKENS
                     boundary(point.state)
                 else:
-                    node = self._nodes[point.node]
-                    tokens.update(node.next)
-                    for _words, dst, closed in node.ends:
+                    tokens.update(self._next[point.node])
+                    for _words, dst, closed in self._ends.get(point.node, ()):
                         if closed:
                             self._finish(tokens)
                         else:
@@ -272,17 +269,16 @@ class TokenGrammar:
                     out.append((Point("wild", point.state, point.node + 1), (*words, _WILD_MARK + str(token))))
                 self._boundary(point.state, words, token, out)
             else:
-                node = self._nodes[point.node]
-                child = node.next.get(token)
+                child = self._next[point.node].get(token)
                 if child is not None:
                     out.append((Point("word", point.state, child), words))
-                for finished, dst, closed in node.ends:
+                for finished, dst, closed in self._ends.get(point.node, ()):
                     if not closed:
                         self._boundary(dst, words + finished, token, out)
         return tuple(dict.fromkeys(out))
 
     def _starts(self, state: int, words: tuple[str, ...], token: int, out: list[tuple[Point, tuple[str, ...]]]) -> None:
-        child = self._nodes[self._root(state)].next.get(token)
+        child = self._next[self._root(state)].get(token)
         if child is not None:
             out.append((Point("word", state, child), words))
         after = self.dfa.trans[state].get(WILDCARD) if state != 0 else None
@@ -312,7 +308,7 @@ class TokenGrammar:
         if point.kind == "end" or (point.kind == "wild" and point.state in self.dfa.accepting):
             return words
         if point.kind == "word":
-            for finished, dst, _closed in self._nodes[point.node].ends:
+            for finished, dst, _closed in self._ends.get(point.node, ()):
                 if dst in self.dfa.accepting:
                     return words + finished
         return None

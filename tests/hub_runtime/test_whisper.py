@@ -107,11 +107,11 @@ def test_the_grammar_as_tokens_reads_what_whisper_writes(whisper: WhisperTranscr
     # made ready at once, the same grammar: every path reads the same, and walking builds nothing more
     ready = grammar_of(_chain("set the light to fifty five percent"))
     ready.warm()
-    built = len(ready._nodes)
+    built = len(ready._next)
     grammar = ready
     assert words(" Set the light to 55%.") == want
     assert words(" Set the lamp to 55%.") is None
-    assert len(ready._nodes) == built
+    assert len(ready._next) == built
 
 
 @pytest.mark.parametrize(("text", "voice", "noise"), [
