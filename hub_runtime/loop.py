@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from . import memory
 from .agent import Agent
 from .arbitration import Arbiter
 from .audio.format import AudioChunk, Int16Array
@@ -240,6 +241,7 @@ class DialogueLoop:
         rebuilt = await self.agent.set_catalog(catalog, self.settings)
         if rebuilt:
             await self.asr.reload()
+            memory.rebuilt()
             await self._make_replies_ahead()
         return rebuilt
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 
+from . import memory
 from .agent import Agent
 from .arbitration import Arbiter
 from .audio.devices import DeviceError
@@ -187,8 +188,10 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
             frame = mic[i * n : (i + 1) * n]
             return np.pad(frame, (0, n - len(frame))) if len(frame) < n else frame
 
-        recording = await drive(loop, source, realtime=realtime,
-                                room=EchoRoom(echo[0], echo[1], n) if echo else None)
+        # at real speed the file stands in for the live devices: the memory is kept as run_live keeps it
+        with memory.long_lived() if realtime else contextlib.nullcontext():
+            recording = await drive(loop, source, realtime=realtime,
+                                    room=EchoRoom(echo[0], echo[1], n) if echo else None)
     return RunResult(events=log.events, speaker=recording.speaker_audio, mic=recording.mic_audio,
                      cpu_s=recording.cpu_s)
 
@@ -261,12 +264,13 @@ async def run_live(settings: Settings, events: EventLog, *, mqtt: bool = True, h
     first = await anext(frames)  # a missing device fails here, before anything is loaded
     async with running_loop(settings, events, realtime=True, mqtt=mqtt,
                             http=settings.http.enabled if http is None else http) as loop:
-        loop.clock.start()
-        frame: Int16Array | None = first
-        while frame is not None and not (stop is not None and stop.is_set()):
-            out, _heard = loop.tick(frame, loop.clock.now_ms())
-            current[0].play(out)
-            frame = await anext(frames, None)
+        with memory.long_lived():  # what the start built lives as long as the hub
+            loop.clock.start()
+            frame: Int16Array | None = first
+            while frame is not None and not (stop is not None and stop.is_set()):
+                out, _heard = loop.tick(frame, loop.clock.now_ms())
+                current[0].play(out)
+                frame = await anext(frames, None)
     await frames.aclose()
 
 

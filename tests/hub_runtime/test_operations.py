@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import socket
 import tempfile
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hub_runtime import memory
 from hub_runtime import protocol as p
 from hub_runtime.agent import Agent
 from hub_runtime.audio.devices import DeviceError
@@ -349,14 +352,34 @@ def test_run_live_plays_the_loop_on_the_device(engines: Engines, settings: Setti
 
         def play(frame: Int16Array) -> None:
             original(frame)
+            frozen.append(gc.get_freeze_count())
             if len(device.played) >= 30:
                 stop.set()
 
         device.play = play  # type: ignore[method-assign]
         return device
 
+    frozen: list[int] = []
     asyncio.run(run_live(s, log, mqtt=False, http=False, open_device=open_device, stop=stop))
     assert len(FakeDevice.opened[0].played) == 30 and log.events == []  # a live log keeps nothing
+    # while it ran, what its start built was kept out of full collections; not after
+    assert min(frozen) > 0 and gc.get_freeze_count() == 0
+
+
+def test_a_rebuilt_part_of_the_long_lived_hub_is_collected() -> None:
+    class Part:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+    old = Part()
+    gone = weakref.ref(old)
+    with memory.long_lived():
+        del old  # replaced by a new one, but frozen: a collection does not see it
+        gc.collect()
+        assert gone() is not None
+        memory.rebuilt()
+        assert gone() is None and gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
 
 
 def _loaded(engines: Engines) -> Callable[..., Any]:

@@ -1,0 +1,52 @@
+"""The garbage collector and the live hub's long-lived objects.
+
+A full collection scans every container the process holds, and holds the GIL while it does:
+the whole loop stops. The models, the home's grammars and their automata are many thousands
+of objects that live as long as the hub does; with them in it a full collection took 300 ms
+(before their tables took shapes the collector does not track, see ``grammar/tokens.py``
+and ``grammar/pronounce.py``; ~90 ms after) and came at random, often in the middle of a
+turn ("make the reading lamp red" waited 300 ms for one before its verdict, in every run).
+
+While the live hub runs (:func:`long_lived`, in :func:`~.runner.run_live`, and a file run at
+real speed, which stands in for it), what its start built is collected once and then kept
+out of full collections (``gc.freeze``): they scan only what came since. Collected first: a
+freeze also keeps the garbage of the moment from being collected, and freezing at each of
+many loops' starts without (the file runs of the tests and benches, one after another)
+leaked all of it (24 GB in 300 runs).
+
+A new home model (the catalog's names changed) is built beside the old one; once it is in
+place, :func:`rebuilt` collects the old one (it was frozen too: unreferenced, it would never
+be collected) and freezes the new one: one full collection when the home changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+_depth = 0  # how many long-lived sections are open
+
+
+@contextlib.contextmanager
+def long_lived() -> Iterator[None]:
+    """While it is open, the objects alive at its start (and at each :func:`rebuilt`) are not scanned."""
+    global _depth
+    if not _depth:
+        gc.collect()
+        gc.freeze()
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if not _depth:
+            gc.unfreeze()
+
+
+def rebuilt() -> None:
+    """A long-lived part was replaced: collect what it leaves behind, and freeze what replaced it."""
+    if _depth:
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
