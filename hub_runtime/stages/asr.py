@@ -181,6 +181,7 @@ class _Speculation:
     samples: int  # utterance length it was started on
     task: asyncio.Task[WhisperResult]
     cancel: threading.Event  # set when speech goes on: the pass stops early, its result unused
+    words: tuple[str, ...] = ()  # the grammar tier's full command its verdict is on (:meth:`AsrStage._check`)
     # the decision on its result, made for the turn's check, with pocketsphinx's words it was made with
     choice: tuple[tuple[str, ...], tuple[tuple[str, ...], float, bool] | None] | None = None
 
@@ -365,6 +366,7 @@ class AsrStage(Stage):
             complete = self.agent.model.grammar.is_complete(words)
             self._complete = tuple(words) if complete else ()
             await self.push(PartialTranscriptFrame(text=partial, complete=complete))
+            self._check_again()
         if frame.speech:
             if self._speculation is not None:  # speech goes on: an earlier pass is stale
                 self._speculation.drop()
@@ -391,11 +393,25 @@ class AsrStage(Stage):
         cancel = threading.Event()
         task = self.spawn(self._run_whisper(audio, prompt, self._within(), self._speech_s, self._complete, cancel),
                           "whisper", interruptible=False)
-        self._speculation = _Speculation(self._utt_samples, task, cancel)
+        self._speculation = _Speculation(self._utt_samples, task, cancel, self._complete)
         if self._overlapped:  # over the hub's voice, undecided words wait for the end of the turn
             return False
         self.spawn(self._check(self._speculation, self._complete, self._meanings), "check", interruptible=False)
         return True
+
+    def _check_again(self) -> None:
+        """The grammar tier made out another full command in the pause: the verdict again, on the same pass.
+
+        Its last words may come a frame or two after the pause's pass began ("make the
+        reading lamp red": none yet then). The verdict without them left the turn waiting as
+        for words that are no command (650 ms), though the end of the turn decides on these
+        words and this pass anyway; with them it is the end of turn's decision, made sooner.
+        """
+        speculation = self._speculation
+        if speculation is None or self._overlapped or not self._complete or speculation.words == self._complete:
+            return
+        speculation.words = self._complete
+        self.spawn(self._check(speculation, self._complete, self._meanings), "check", interruptible=False)
 
     async def _check(self, speculation: _Speculation, words: tuple[str, ...], known: Meanings) -> None:
         """The verdict on a pause: whether the pass is sure of a full command (a ``checked`` partial).
@@ -411,10 +427,10 @@ class AsrStage(Stage):
         waits as for words that are no command.
         """
         result = await speculation.task
-        if self._speculation is not speculation:
-            return  # speech went on, or the turn ended
+        if self._speculation is not speculation or speculation.words != words:
+            return  # speech went on, the turn ended, or the grammar tier's words changed (checked again)
         choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices)
-        if self._speculation is not speculation:
+        if self._speculation is not speculation or speculation.words != words:
             return
         speculation.choice = (words, choice)
         sure = (choice is not None and not choice[2] and self.agent.model.grammar.is_complete(list(choice[0]))

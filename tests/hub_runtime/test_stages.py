@@ -751,12 +751,52 @@ def test_the_check_of_a_pause_confirms_a_full_command_only_when_the_pass_is_sure
     async def check() -> None:
         stage.push = push  # type: ignore[method-assign]
         task = asyncio.ensure_future(stage._run_whisper(np.zeros(16000, np.float32), "", stage._within(), 1.0))
-        stage._speculation = speculation = _Speculation(16000, task, threading.Event())
+        stage._speculation = speculation = _Speculation(16000, task, threading.Event(), tuple(pocketsphinx.split()))
         await stage._check(speculation, tuple(pocketsphinx.split()), {})
 
     asyncio.run(check())
     assert [(p.text, p.complete, p.checked) for p in pushed if isinstance(p, PartialTranscriptFrame)] == [
         (*verdict, True)]
+
+
+@pytest.mark.parametrize(("before_the_verdict", "verdicts"), [
+    # the first verdict, without pocketsphinx's words, then the one with them: the turn may end now
+    (False, [("", False), ("turn off the kitchen light", True)]),
+    # ... and when they came before the first verdict, it is dropped: it would come last and overrule
+    (True, [("turn off the kitchen light", True)]),
+])
+def test_a_full_command_the_grammar_tier_made_out_after_the_pause_began_is_checked_again(
+        before_the_verdict: bool, verdicts: list[tuple[str, bool]]) -> None:
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import AsrStage, _Speculation
+
+    # Whisper's own words are not the sentence: alone, the pass is not sure it was said
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30,
+                     whisper=ScriptedWhisper("Turn of the kitchen light.",
+                                             (_heard("turn off the kitchen light", -3.0, 0.5),)))
+    pushed: list[Frame] = []
+    spawned: list[asyncio.Future[Any]] = []
+
+    async def push(frame: Frame, direction: Direction = Direction.DOWNSTREAM) -> None:
+        pushed.append(frame)
+
+    def spawn(coro: Any, name: str, *, interruptible: bool = True) -> None:
+        spawned.append(asyncio.ensure_future(coro))
+
+    async def check() -> None:
+        stage.push = push  # type: ignore[method-assign]
+        stage.spawn = spawn  # type: ignore[method-assign,assignment]
+        task = asyncio.ensure_future(stage._run_whisper(np.zeros(16000, np.float32), "", stage._within(), 1.0))
+        stage._speculation = speculation = _Speculation(16000, task, threading.Event())  # no command yet
+        first = asyncio.ensure_future(stage._check(speculation, (), {}))
+        if not before_the_verdict:
+            await first
+        stage._complete = tuple("turn off the kitchen light".split())  # pocketsphinx's next partial
+        stage._check_again()
+        await asyncio.gather(first, *spawned)
+
+    asyncio.run(check())
+    assert [(p.text, p.complete) for p in pushed if isinstance(p, PartialTranscriptFrame)] == verdicts
 
 
 def test_speech_after_a_pause_cancels_the_speculative_pass() -> None:
