@@ -238,9 +238,11 @@ class DialogueLoop:
 
     async def set_catalog(self, catalog: Catalog) -> bool:
         """Take a new catalog (rebuilt off the loop; no audio is dropped); True when the names changed."""
-        rebuilt = await self.agent.set_catalog(catalog, self.settings)
+        with memory.building():  # one full collection after it, not ten while it builds
+            rebuilt = await self.agent.set_catalog(catalog, self.settings)
+            if rebuilt:
+                await self.asr.reload()
         if rebuilt:
-            await self.asr.reload()
             memory.rebuilt()
             await self._make_replies_ahead()
         return rebuilt

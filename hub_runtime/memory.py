@@ -14,18 +14,25 @@ freeze also keeps the garbage of the moment from being collected, and freezing a
 many loops' starts without (the file runs of the tests and benches, one after another)
 leaked all of it (24 GB in 300 runs).
 
-A new home model (the catalog's names changed) is built beside the old one; once it is in
-place, :func:`rebuilt` collects the old one (it was frozen too: unreferenced, it would never
-be collected) and freezes the new one: one full collection when the home changes.
+A new home model (the catalog's names changed) is built beside the old one, with the
+automatic collections off (:func:`building`): on, the ~7 s build of the bundled home made
+10 full collections of 100-180 ms each, every one of them stopping the loop (measured:
+sum 0.95-1.15 s; off, none, and the build 2 s shorter). Once it is in place,
+:func:`rebuilt` collects the old one (it was frozen too: unreferenced, it would never be
+collected) and freezes the new one: one full collection (~300 ms) when the home changes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 
 _depth = 0  # how many long-lived sections are open
+_builds = 0  # how many long-lived parts are being built
+_collecting = True  # whether automatic collections were on when the first build began
+_builds_lock = threading.Lock()  # builds run in worker threads
 
 
 @contextlib.contextmanager
@@ -50,3 +57,21 @@ def rebuilt() -> None:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+
+
+@contextlib.contextmanager
+def building() -> Iterator[None]:
+    """While a long-lived part is built: no automatic collections (each would scan what is built so far)."""
+    global _builds, _collecting
+    with _builds_lock:
+        if not _builds:
+            _collecting = gc.isenabled()
+            gc.disable()
+        _builds += 1
+    try:
+        yield
+    finally:
+        with _builds_lock:
+            _builds -= 1
+            if not _builds and _collecting:
+                gc.enable()

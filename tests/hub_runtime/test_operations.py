@@ -382,6 +382,21 @@ def test_a_rebuilt_part_of_the_long_lived_hub_is_collected() -> None:
     assert gc.get_freeze_count() == 0
 
 
+def test_automatic_collections_are_off_while_long_lived_parts_build_and_as_before_after() -> None:
+    with memory.building():
+        with memory.building():  # two rooms rebuild at once
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # off before: off after
+    try:
+        with memory.building():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def _loaded(engines: Engines) -> Callable[..., Any]:
     async def load(*_args: Any, **_kwargs: Any) -> Engines:
         return engines

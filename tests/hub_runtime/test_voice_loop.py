@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import struct
 import subprocess
@@ -152,11 +153,16 @@ def test_catalog_change_is_heard_without_dropping_audio(
         fed = 0
         try:
             rebuild = asyncio.create_task(loop.set_catalog(new))
+            collecting = []
             while not rebuild.done():  # the loop keeps taking frames while the grammar builds
                 loop.tick(np.zeros(480, np.int16), fed * 30)
                 fed += 1
+                collecting.append(gc.isenabled())
                 await asyncio.sleep(0.01)
             assert rebuild.result() is True
+            # no automatic full collections stopped the loop while it built; on again after
+            # (while the replies of the new home are made)
+            assert False in collecting and collecting[1:] == sorted(collecting[1:]) and gc.isenabled()
             for i in range(0, len(mic), 480):
                 loop.pipeline.clock.position_ms = (fed + i // 480) * 30
                 loop.tick(mic[i : i + 480], loop.pipeline.clock.position_ms)
