@@ -4,8 +4,9 @@ A full collection scans every container the process holds, and holds the GIL whi
 the whole loop stops. The models, the home's grammars and their automata are many thousands
 of objects that live as long as the hub does; with them in it a full collection took 300 ms
 (before their tables took shapes the collector does not track, see ``grammar/tokens.py``
-and ``grammar/pronounce.py``; ~90 ms after) and came at random, often in the middle of a
-turn ("make the reading lamp red" waited 300 ms for one before its verdict, in every run).
+and ``grammar/pronounce.py``; ~90 ms after) and came at random, also in the middle of a
+turn (one of 300 ms inside the pause's check of "make the reading lamp red", in each of
+three real-time runs of that command).
 
 While the live hub runs (:func:`long_lived`, in :func:`~.runner.run_live`, and a file run at
 real speed, which stands in for it), what its start built is collected once and then kept
