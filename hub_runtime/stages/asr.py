@@ -51,7 +51,7 @@ import math
 import random
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -217,6 +217,7 @@ class AsrStage(Stage):
         self._complete: tuple[str, ...] = ()  # the grammar tier's words so far, when a whole sentence
         self._silent_ms = 0
         self._speculation: _Speculation | None = None
+        self._final: asyncio.Task[GrammarHypothesis] | None = None  # the last utterance's final hypothesis
         self._whisper_lock = asyncio.Lock()
         self._name_words: tuple[HomeModel, frozenset[str]] | None = None
         self._prompt: tuple[HomeModel, str] | None = None
@@ -281,7 +282,7 @@ class AsrStage(Stage):
     async def process(self, frame: Frame, direction: Direction) -> None:
         """Feed audio to the open utterance; finish it on end of turn."""
         if isinstance(frame, SpeechStartedFrame):
-            self._open()
+            await self._open()
         elif isinstance(frame, InputAudioFrame):
             await self._audio(frame)
         elif isinstance(frame, WakeWordFrame):
@@ -293,10 +294,13 @@ class AsrStage(Stage):
             return  # consumed here
         await self.push(frame, direction)
 
-    def _open(self) -> None:
+    async def _open(self) -> None:
         assert self._decoder is not None
         if self._decoder.is_open:
             return
+        if self._final is not None:  # the decoder is still making the last utterance's final hypothesis
+            await asyncio.wait([self._final])
+            self._final = None
         self._answering = bool(self._question)
         self._decoder.start(answering=self._answering)
         self._utterance, self._levels = [], []
@@ -320,7 +324,7 @@ class AsrStage(Stage):
         decoder = self._decoder
         if decoder is None or not decoder.is_open:
             return
-        decoder.end()
+        decoder.stop()
         decoder.start()
         if self._speculation is not None:
             self._speculation.drop()
@@ -470,7 +474,9 @@ class AsrStage(Stage):
             if eot.blip:
                 self.spawn(self._blip(), "blip", interruptible=False)
             return
-        hyp = decoder.end()
+        # the final hypothesis off the loop: its lattice may take 100 ms and more, and frames go on
+        decoder.stop()
+        final = self._final = self.spawn(asyncio.to_thread(decoder.final), "final", interruptible=False)
         audio = self._audio_so_far()
         speculation, overlapped, voices = self._speculation, self._overlapped, self._voices
         within, speech_s, known = self._within(), self._speech_s, self._meanings
@@ -481,7 +487,7 @@ class AsrStage(Stage):
         if eot.discard:
             return
         prompt, self._question = self.prompt, ""  # a question is answered once
-        self.spawn(self._finish(hyp, audio, speculation, prompt, within, speech_s, known, overlapped=overlapped,
+        self.spawn(self._finish(final, audio, speculation, prompt, within, speech_s, known, overlapped=overlapped,
                                 paused=eot.undecided, voices=voices), "finish", interruptible=False)
 
     async def _blip(self) -> None:
@@ -508,9 +514,10 @@ class AsrStage(Stage):
         await self._transcript(heard if is_stop(heard) else "", "open", 0.0, open_text=heard,
                                overlapped=True, paused=True)
 
-    async def _finish(self, hyp: GrammarHypothesis, audio: np.ndarray, speculation: _Speculation | None,
+    async def _finish(self, final: Awaitable[GrammarHypothesis], audio: np.ndarray, speculation: _Speculation | None,
                       prompt: str, within: _Within, speech_s: float, known: Meanings, *, overlapped: bool = False,
                       paused: bool = False, voices: bool = False) -> None:
+        hyp = await final
         say = functools.partial(self._transcript, overlapped=overlapped, paused=paused, grammar=hyp)
         if self.whisper is None:  # the grammar tier alone (configured so): only its confident words
             if hyp.words and hyp.confidence >= self.settings.confidence:

@@ -979,9 +979,69 @@ def _finished(whisper: ScriptedWhisper, pocketsphinx: str = "", *, voices: bool 
         said.append((tier, text, unsure))
 
     stage._transcript = transcript  # type: ignore[method-assign]
-    asyncio.run(stage._finish(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9), np.zeros(16000, np.int16), None,
-                              stage.prompt, stage._within(), 1.0, {}, voices=voices))
+
+    async def finish() -> None:
+        final = asyncio.get_running_loop().create_future()
+        final.set_result(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9))
+        await stage._finish(final, np.zeros(16000, np.int16), None, stage.prompt, stage._within(), 1.0, {},
+                            voices=voices)
+
+    asyncio.run(finish())
     return said
+
+
+def test_the_final_hypothesis_is_made_off_the_loop_and_the_next_utterance_waits_for_it() -> None:
+    """Pocketsphinx's best path through a big lattice may take 100 ms and more: frames go on meanwhile."""
+    from hub_runtime.settings import AsrSettings
+    from hub_runtime.stages.asr import AsrStage
+
+    from .stage_helpers import Collector
+
+    stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(confidence=0.0), frame_ms=30, whisper=None)
+    release = threading.Event()
+    order: list[str] = []
+    down = Collector("down")
+
+    async def go() -> None:
+        from hub_runtime.pipeline import Pipeline
+
+        pipeline = Pipeline([Collector("up"), stage, down], clock=Clock(realtime=False))
+        await pipeline.start()
+        try:
+            decoder = stage._decoder
+            assert decoder is not None
+            made, start = decoder.final, decoder.start
+
+            def final() -> Any:
+                release.wait(30)
+                main = threading.current_thread() is threading.main_thread()
+                order.append(f"final in {'main' if main else 'worker'}")
+                return made()
+
+            def started(**kwargs: Any) -> None:
+                order.append("start")
+                start(**kwargs)
+
+            decoder.final, decoder.start = final, started  # type: ignore[method-assign]
+            await stage.process(SpeechStartedFrame(onset_ms=0), Direction.DOWNSTREAM)
+            for i in range(20):
+                await stage.process(audio_frame(i * 30, speech=i < 15, level=3000 if i < 15 else 0),
+                                    Direction.DOWNSTREAM)
+            await stage.process(EndOfTurnFrame(), Direction.UPSTREAM)  # returns while the hypothesis is made
+            await stage.process(audio_frame(600), Direction.DOWNSTREAM)  # the loop's frames go on
+            following = asyncio.ensure_future(stage.process(SpeechStartedFrame(onset_ms=630), Direction.DOWNSTREAM))
+            await asyncio.sleep(0.05)
+            assert order == ["start"] and not following.done()  # the next utterance waits for the decoder
+            release.set()
+            await following
+            await pipeline.wait_idle(timeout_s=30)
+        finally:
+            release.set()
+            await pipeline.stop()
+
+    asyncio.run(go())
+    assert order == ["start", "final in worker", "start"]
+    assert len([f for f in down.frames if isinstance(f, TranscriptFrame)]) == 1
 
 
 @pytest.mark.parametrize(("whisper", "sentence", "voices", "unsure"), [
