@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +59,8 @@ class WhisperResult:
     text_logprob: float | None = None  # the free text's log-probability, scored as the sentences are
     text_score: float | None = None  # ... and with its length's fit, as a sentence's ``score``
     agreed: bool = False  # the other recogniser's sentence, Whisper's own choice token by token (no search run)
+    # the pass's encoding and what it decoded within, for :meth:`Transcriber.score_also` (opaque)
+    encoding: Any = field(default=None, compare=False, repr=False)
 
 
 # what a pass cancelled before it finished gives: nothing heard (its caller no longer wants it)
@@ -80,6 +82,14 @@ class Transcriber(Protocol):
         score as well against the likeliest one, whatever the search found. Once ``cancel``
         is set, the pass may end early with whatever it has (a speculative pass that speech
         made stale).
+        """
+
+    def score_also(self, result: WhisperResult, also: tuple[str, ...]) -> WhisperResult:
+        """``result`` as its pass would have been with ``also``: that sentence scored on its encoding.
+
+        For another recogniser's sentence made out after the pass began (pocketsphinx's final
+        words at the end of the turn). ``result`` unchanged when it holds no encoding, did not
+        decode within a grammar, or has the sentence already.
         """
         ...
 

@@ -430,7 +430,7 @@ class AsrStage(Stage):
         with ("So.", "Okay, um") and answer no question, the verdict holds no words: the turn
         waits as for words that are no command.
         """
-        result = await speculation.task
+        result = await self._score_also(await speculation.task, words)
         if self._speculation is not speculation or speculation.words != words:
             return  # speech went on, the turn ended, or the grammar tier's words changed (checked again)
         choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices)
@@ -467,6 +467,19 @@ class AsrStage(Stage):
             return await asyncio.to_thread(functools.partial(self.whisper.transcribe, audio, prompt, grammar=dfa,
                                                              speech_s=speech_s, also=also, rivals=_un_sentences,
                                                              cancel=cancel))
+
+    async def _score_also(self, result: WhisperResult, words: tuple[str, ...]) -> WhisperResult:
+        """The pass's result with pocketsphinx's ``words`` scored too, when they came after it began.
+
+        Its partial words may never make out the command its final words do ("vacuum in
+        here": nothing at the pause, the sentence at the end of the turn); unscored, they
+        would get no say in the choice. One pass over the sentence on the same encoding.
+        """
+        if not words or result.encoding is None or result.agreed or any(h.words == words for h in result.sentences):
+            return result
+        assert self.whisper is not None
+        async with self._whisper_lock:
+            return await asyncio.to_thread(self.whisper.score_also, result, words)
 
     def _close(self, eot: EndOfTurnFrame) -> None:
         decoder = self._decoder
@@ -526,7 +539,7 @@ class AsrStage(Stage):
                 await say("", "open", 0.0)
             return
         if speculation is not None:
-            result = await speculation.task
+            result = await self._score_also(await speculation.task, hyp.words)
             _LOGGER.debug("speculation on %d of %d ms", samples_to_ms(speculation.samples),
                           samples_to_ms(len(audio)))
         else:

@@ -661,10 +661,12 @@ def test_say_now_interrupts_a_slow_reply_under_load(caplog: pytest.LogCaptureFix
 class ScriptedWhisper:
     """The second tier at its boundary: it 'hears' a given text, and these sentences of the grammar."""
 
-    def __init__(self, text: str, sentences: tuple[Any, ...] = (), text_score: float | None = None) -> None:
+    def __init__(self, text: str, sentences: tuple[Any, ...] = (), text_score: float | None = None,
+                 later: tuple[Any, ...] = ()) -> None:
         self.text = text
         self.sentences = sentences
         self.text_score = text_score
+        self.later = later  # the sentences it scores on a pass's encoding when asked to (``score_also``)
         self.passes: list[tuple[int, Any]] = []  # (samples, the pass's cancel event)
 
     def transcribe(self, audio: np.ndarray, prompt: str = "", *, grammar: Any = None, speech_s: float = 0.0,
@@ -675,7 +677,13 @@ class ScriptedWhisper:
 
         if grammar is None:
             return WhisperResult(self.text, -0.1)
-        return WhisperResult(self.text, -0.1, self.sentences, self.text_score, self.text_score)
+        return WhisperResult(self.text, -0.1, self.sentences, self.text_score, self.text_score, encoding="scripted")
+
+    def score_also(self, result: Any, also: tuple[str, ...]) -> Any:
+        import dataclasses
+
+        more = tuple(h for h in self.later if h.words == also)
+        return dataclasses.replace(result, sentences=tuple(sorted((*result.sentences, *more), key=lambda h: -h.score)))
 
     def prepare(self, grammar: Any) -> None:
         pass
@@ -964,11 +972,15 @@ def test_the_second_tier_decides_what_was_said(whisper: str, sentences: list[tup
     assert _finished(ScriptedWhisper(whisper, heard, text_score), pocketsphinx) == [decided]
 
 
-def _finished(whisper: ScriptedWhisper, pocketsphinx: str = "", *, voices: bool = False) -> list[tuple[str, str, bool]]:
-    """The end of a turn's transcripts (tier, text, unsure): Whisper's pass given, pocketsphinx's words these."""
+def _finished(whisper: ScriptedWhisper, pocketsphinx: str = "", *, voices: bool = False,
+              later: bool = False) -> list[tuple[str, str, bool]]:
+    """The end of a turn's transcripts (tier, text, unsure): Whisper's pass given, pocketsphinx's words these.
+
+    ``later``: the pass is the pause's, begun before pocketsphinx made out its words.
+    """
     from hub_runtime.engines.pocketsphinx import GrammarHypothesis
     from hub_runtime.settings import AsrSettings
-    from hub_runtime.stages.asr import AsrStage
+    from hub_runtime.stages.asr import AsrStage, _Speculation
 
     stage = AsrStage(Agent.from_settings(Settings()), AsrSettings(), frame_ms=30, whisper=whisper)
     said: list[tuple[str, str, bool]] = []
@@ -983,11 +995,28 @@ def _finished(whisper: ScriptedWhisper, pocketsphinx: str = "", *, voices: bool 
     async def finish() -> None:
         final = asyncio.get_running_loop().create_future()
         final.set_result(GrammarHypothesis(tuple(pocketsphinx.split()), 0.9))
-        await stage._finish(final, np.zeros(16000, np.int16), None, stage.prompt, stage._within(), 1.0, {},
+        speculation = None
+        if later:  # the pause's pass began before pocketsphinx made out its words
+            task = asyncio.ensure_future(stage._run_whisper(np.zeros(16000, np.float32), "", stage._within(), 1.0))
+            speculation = _Speculation(16000, task, threading.Event())
+        await stage._finish(final, np.zeros(16000, np.int16), speculation, stage.prompt, stage._within(), 1.0, {},
                             voices=voices)
 
     asyncio.run(finish())
     return said
+
+
+@pytest.mark.parametrize(("later", "decided"), [
+    # scored on the pause's pass, pocketsphinx's final words (the opposite action) make its sentence unsure
+    (True, ("grammar", "turn on the kitchen light", True)),
+    # ... unscored, they had no say
+    (False, ("grammar", "turn on the kitchen light", False)),
+])
+def test_pocketsphinx_s_final_words_made_out_after_the_pause_s_pass_began_are_weighed_too(
+        later: bool, decided: tuple[str, str, bool]) -> None:
+    whisper = ScriptedWhisper("Turn on the kitchen light.", (_heard("turn on the kitchen light", -3.0, 0.5),),
+                              later=(_heard("turn off the kitchen light", -3.3, 0.8),) if later else ())
+    assert _finished(whisper, "turn off the kitchen light", later=True) == [decided]
 
 
 def test_the_final_hypothesis_is_made_off_the_loop_and_the_next_utterance_waits_for_it() -> None:

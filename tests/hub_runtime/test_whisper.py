@@ -202,6 +202,24 @@ def test_another_recognisers_sentence_is_taken_at_once_only_when_whisper_would_w
     assert result.sentences[0].words == tuple(top.split()), result
 
 
+@pytest.mark.parametrize(("text", "also", "voice"), [
+    ("open the bedroom blinds", "close the bedroom blinds", "piper"),  # the opposite action, far behind
+    ("turn on the office fan", "what time is it", "en-gb"),  # another sentence altogether
+    ("turn off the lights in the kitchen", "turn off the lights", "piper"),  # less than was said
+])
+def test_a_sentence_scored_on_a_pass_s_encoding_later_is_scored_as_the_pass_would_have(
+        whisper: WhisperTranscriber, agent: Agent, text: str, also: str, voice: str) -> None:
+    """Pocketsphinx's words made out after the pass began: the pass's result as if it had been given them."""
+    grammar, words = agent.model.grammar.spoken_dfa(), tuple(also.split())
+    audio, speech_s = _audio(text, voice), len(speak(text, voice)) / RATE
+    plain = whisper.transcribe(audio, "Turn on the light.", grammar=grammar, speech_s=speech_s)
+    assert all(h.words != words for h in plain.sentences)
+    given = whisper.transcribe(audio, "Turn on the light.", grammar=grammar, speech_s=speech_s, also=words)
+    later = whisper.score_also(plain, words)
+    assert later.sentences == given.sentences and later.text == plain.text
+    assert whisper.score_also(later, words) is later  # scored once
+
+
 @pytest.mark.parametrize(("text", "voice", "agreed"), [
     # Whisper's own words are a sentence of the grammar, its choice token by token: taken, the search stopped
     ("turn off the office fan", "piper", True),
