@@ -69,7 +69,11 @@ def make_transcriber(settings: Settings) -> Transcriber | None:
         return None
     from .whisper import WhisperTranscriber
 
-    return WhisperTranscriber(settings.asr.whisper_model, threads=settings.hardware.num_threads,
+    # CTranslate2 (the encoder, the free decode) leaves a core to the search within the grammar,
+    # which runs beside its free decode: in real time on 2 cores, with the loop's own work on
+    # them too, its second thread made the pause's pass slower (p50 109 against 91 ms over the
+    # voice-loop bench's 30 commands, the turn's end 236 against 220 ms after the speech)
+    return WhisperTranscriber(settings.asr.whisper_model, threads=max(1, settings.hardware.num_threads - 1),
                               beam_size=settings.asr.beam_size)
 
 
