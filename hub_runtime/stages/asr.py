@@ -182,8 +182,8 @@ class _Speculation:
     task: asyncio.Task[WhisperResult]
     cancel: threading.Event  # set when speech goes on: the pass stops early, its result unused
     words: tuple[str, ...] = ()  # the grammar tier's full command its verdict is on (:meth:`AsrStage._check`)
-    # the decision on its result, made for the turn's check, with pocketsphinx's words it was made with
-    choice: tuple[tuple[str, ...], tuple[tuple[str, ...], float, bool] | None] | None = None
+    # the decision made for the turn's check: pocketsphinx's words, the result with them scored, the choice
+    choice: tuple[tuple[str, ...], WhisperResult, tuple[tuple[str, ...], float, bool] | None] | None = None
 
     def drop(self) -> None:
         """Speech went on: stop the pass (it frees the second tier sooner)."""
@@ -436,7 +436,7 @@ class AsrStage(Stage):
         choice = self._amid_voices(await asyncio.to_thread(self._choose, result, words, known), self._voices)
         if self._speculation is not speculation or speculation.words != words:
             return
-        speculation.choice = (words, choice)
+        speculation.choice = (words, result, choice)
         sure = (choice is not None and not choice[2] and self.agent.model.grammar.is_complete(list(choice[0]))
                 and (bool(words) or tuple(tokenize(result.text)) == choice[0]))
         heard: tuple[str, ...]
@@ -538,15 +538,16 @@ class AsrStage(Stage):
             else:
                 await say("", "open", 0.0)
             return
-        if speculation is not None:
-            result = await self._score_also(await speculation.task, hyp.words)
-            _LOGGER.debug("speculation on %d of %d ms", samples_to_ms(speculation.samples),
-                          samples_to_ms(len(audio)))
+        decided = speculation.choice if speculation is not None else None
+        if decided is not None and decided[0] == hyp.words:
+            _words, result, choice = decided  # decided for the turn's check already
         else:
-            result = await self._run_whisper(audio, prompt, within, speech_s, hyp.words)
-        if speculation is not None and speculation.choice is not None and speculation.choice[0] == hyp.words:
-            choice = speculation.choice[1]  # decided for the turn's check already
-        else:
+            if speculation is not None:
+                result = await self._score_also(await speculation.task, hyp.words)
+                _LOGGER.debug("speculation on %d of %d ms", samples_to_ms(speculation.samples),
+                              samples_to_ms(len(audio)))
+            else:
+                result = await self._run_whisper(audio, prompt, within, speech_s, hyp.words)
             choice = self._amid_voices(await asyncio.to_thread(self._choose, result, hyp.words, known), voices)
         if choice is None:
             # Whisper's own words: the understanding matches them as typed text, or nothing acts.
