@@ -861,9 +861,13 @@ def _heard(text: str, score: float, forced: float = 1.0) -> Any:
      ("grammar", "mute the music", True), "", None),
     ("Meet the music.", [("mute the music", -5.0, 1.0), ("unmute the music", -14.0, 3.0)],
      ("grammar", "mute the music", False), "", None),
-    # ... unless Whisper's own words are the sentence: its free decode wrote the polarity itself
+    # ... unless Whisper's own words are the sentence with its "un": its free decode wrote the polarity itself
+    ("Unmute the music.", [("unmute the music", -5.0, 1.0), ("mute the music", -11.0, 3.0)],
+     ("grammar", "unmute the music", False), "", None),
+    # ... without it they are no proof: tiny.en drops the weak syllable ("Mute, Music on Living Room
+    # TV." for "unmute the music on Living Room TV" in pink noise), it does not put one in
     ("Mute the music.", [("mute the music", -5.0, 1.0), ("unmute the music", -11.0, 3.0)],
-     ("grammar", "mute the music", False), "", None),
+     ("grammar", "mute the music", True), "", None),
     # another spelling of free text is not another action
     ("Add milk to my shopping list.", [("add milk to my shopping list", -4.0, 0.0),
                                        ("add mills to my shopping list", -4.2, 0.5)],
