@@ -6,11 +6,15 @@
  * numpy twin (the same MDF filter family and residual suppression), runs instead.
  *
  *   EchoCanceller(frame, filter, rate, suppress_db=-40, suppress_active_db=-15, noise_db=0)
- *       .process(int16[] mic, int16[] reference, int16[] out)   one frame, nothing allocated
+ *       .process(int16[] mic, int16[] reference, int16[] out[, int16[] now])
+ *                                                                one frame, nothing allocated
  *       .reset()                                                 forget the room
  *       .frame, .filter, .rate, .suppressing                     read-only
  *
  * ``reference`` is what the speaker played in the same frame; ``out`` is a buffer of its own.
+ * ``out`` is a frame late (the preprocessor works by overlap-add); ``now``, when given, gets
+ * the linear filter's output for this very frame, before the preprocessor: the same
+ * audio, not late, without the residual suppression (all there is while the hub is silent).
  * The residual echo that the linear filter leaves is suppressed by the preprocessor by
  * ``suppress_db`` while only the hub talks and by ``suppress_active_db`` while someone talks
  * over it (a barge-in must survive: less suppression there). Speex applies that gain only with
@@ -98,9 +102,9 @@ static void Echo_dealloc(EchoObject *self) {
 }
 
 static PyObject *Echo_process(EchoObject *self, PyObject *args) {
-    PyObject *mic_o, *ref_o, *out_o;
-    Py_buffer mic, ref, out;
-    if (!PyArg_ParseTuple(args, "OOO", &mic_o, &ref_o, &out_o)) return NULL;
+    PyObject *mic_o, *ref_o, *out_o, *now_o = Py_None;
+    Py_buffer mic, ref, out, now = {0};
+    if (!PyArg_ParseTuple(args, "OOO|O", &mic_o, &ref_o, &out_o, &now_o)) return NULL;
     if (!self->echo) {
         PyErr_SetString(PyExc_RuntimeError, "the echo canceller is not initialised");
         return NULL;
@@ -122,6 +126,22 @@ static PyObject *Echo_process(EchoObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "out must be a buffer of its own, not mic or reference");
         return NULL;
     }
+    if (now_o != Py_None) {
+        if (int16_view(now_o, &now, 1, "now", self->frame) < 0) {
+            PyBuffer_Release(&mic);
+            PyBuffer_Release(&ref);
+            PyBuffer_Release(&out);
+            return NULL;
+        }
+        if (now.buf == mic.buf || now.buf == ref.buf || now.buf == out.buf) {
+            PyBuffer_Release(&mic);
+            PyBuffer_Release(&ref);
+            PyBuffer_Release(&out);
+            PyBuffer_Release(&now);
+            PyErr_SetString(PyExc_ValueError, "now must be a buffer of its own, not mic, reference or out");
+            return NULL;
+        }
+    }
     Py_BEGIN_ALLOW_THREADS
     const spx_int16_t *r = (const spx_int16_t *)ref.buf;
     int played = 0;
@@ -134,11 +154,13 @@ static PyObject *Echo_process(EchoObject *self, PyObject *args) {
     }
     speex_echo_cancellation(self->echo, (const spx_int16_t *)mic.buf, (const spx_int16_t *)ref.buf,
                             (spx_int16_t *)out.buf);
+    if (now.buf) memcpy(now.buf, out.buf, (size_t)self->frame * sizeof(spx_int16_t));
     speex_preprocess_run(self->pre, (spx_int16_t *)out.buf);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&mic);
     PyBuffer_Release(&ref);
     PyBuffer_Release(&out);
+    if (now.buf) PyBuffer_Release(&now);
     Py_RETURN_NONE;
 }
 
@@ -154,7 +176,8 @@ static PyObject *Echo_rate(EchoObject *self, void *c) { return PyLong_FromLong(s
 static PyObject *Echo_suppressing(EchoObject *self, void *c) { return PyBool_FromLong(self->suppressing); }
 
 static PyMethodDef Echo_methods[] = {
-    {"process", (PyCFunction)Echo_process, METH_VARARGS, "process(mic, reference, out): cancel one frame"},
+    {"process", (PyCFunction)Echo_process, METH_VARARGS,
+     "process(mic, reference, out[, now]): cancel one frame (out a frame late; now this frame, unsuppressed)"},
     {"reset", (PyCFunction)Echo_reset, METH_NOARGS, "forget the adapted echo path"},
     {NULL}};
 

@@ -15,7 +15,8 @@ enhancement and near-end preservation), not samples:
   over it -- and, as in the C module, only while the hub's voice can be in the room (the
   reference played within the last echo tail); otherwise the error passes unchanged.
 
-Like speex's preprocessor (overlap-add), the output is one frame late.
+Like speex's preprocessor (overlap-add), the output is one frame late; the optional ``now``
+buffer gets the linear filter's output for the frame itself.
 """
 
 from __future__ import annotations
@@ -71,16 +72,23 @@ class EchoCanceller:
         self._quiet = self.filter + 1
         self.suppressing = False
 
-    def process(self, mic: Int16Array, reference: Int16Array, out: Int16Array) -> None:
-        """Write the mic frame without the echo of ``reference`` (played in the same frame) to ``out``."""
+    def process(self, mic: Int16Array, reference: Int16Array, out: Int16Array, now: Int16Array | None = None) -> None:
+        """Write the mic frame without the echo of ``reference`` (played in the same frame) to ``out``.
+
+        ``out`` is a frame late; ``now`` (optional) gets the linear filter's output for this
+        very frame, before the residual suppression.
+        """
         n = self.frame
-        for name, buf in (("mic", mic), ("reference", reference), ("out", out)):
+        bufs = (("mic", mic), ("reference", reference), ("out", out)) + ((("now", now),) if now is not None else ())
+        for name, buf in bufs:
             if buf.dtype != np.int16:
                 raise TypeError(f"{name} must be a contiguous int16 buffer")
             if buf.size != n:
                 raise ValueError(f"{name} has {buf.size} samples, the frame is {n}")
         if out is mic or out is reference:
             raise ValueError("out must be a buffer of its own, not mic or reference")
+        if now is not None and (now is mic or now is reference or now is out):
+            raise ValueError("now must be a buffer of its own, not mic, reference or out")
         ref = reference.astype(np.float64) / 32768
         near = mic.astype(np.float64) / 32768
         x = np.fft.rfft(np.concatenate([self._prev_ref, ref]))
@@ -96,6 +104,8 @@ class EchoCanceller:
         self.suppressing = self._quiet <= self.filter
         cleaned = self._suppress(e_spec, y)  # runs either way: its state follows the room
         out[:] = self._pending  # speex's preprocessor is one frame late: so is the twin
+        if now is not None:
+            now[:] = np.clip(np.round(e * 32768), -32768, 32767).astype(np.int16)
         self._pending = np.clip(np.round((cleaned if self.suppressing else e) * 32768),
                                 -32768, 32767).astype(np.int16)
 

@@ -199,6 +199,24 @@ def test_the_echo_canceller_is_one_frame_late_and_refuses_bad_frames(impl: Any) 
     with pytest.raises(TypeError, match="int16"):
         aec.process(np.zeros(480, np.float32), silence, out)
     with pytest.raises(ValueError, match="own"):
+        aec.process(talk[:480], silence, out, out)
+
+
+@pytest.mark.parametrize("impl", ECHO_IMPLS)
+def test_the_echo_canceller_gives_the_frame_itself_before_its_preprocessor(impl: Any) -> None:
+    """``now``: the linear filter's output for the frame itself, what ``out`` holds a frame later."""
+    aec = impl.EchoCanceller(480, 4800, 16000)
+    talk = (RNG.normal(0, 3000, 480 * 20)).astype(np.int16)
+    silence, out, now = np.zeros(480, np.int16), np.empty(480, np.int16), np.empty(480, np.int16)
+    late, early = [], []
+    for i in range(0, talk.size, 480):
+        aec.process(talk[i:i + 480], silence, out, now)
+        late.append(out.copy())
+        early.append(now.copy())
+    for lagged, lead in zip(late[2:], early[1:-1], strict=True):  # a silent hub: the same audio, a frame apart
+        assert float(np.corrcoef(lagged, lead)[0, 1]) > 0.97
+    assert all(float(np.corrcoef(e, talk[i * 480:(i + 1) * 480])[0, 1]) > 0.97 for i, e in enumerate(early))
+    with pytest.raises(ValueError, match="own"):
         aec.process(out, silence, out)
     with pytest.raises(ValueError, match="0 dB or less"):
         impl.EchoCanceller(480, 4800, 16000, suppress_db=6)

@@ -313,6 +313,39 @@ def test_echo_canceller_removes_a_delayed_copy() -> None:
     aec.close()
 
 
+def test_a_silent_hub_passes_the_microphone_at_once_and_drops_only_the_room_floor() -> None:
+    """No frame of latency while there is no echo; a frame late while there may be; back at a quiet frame."""
+    from hub_runtime.engines.speex_aec import SpeexEchoCanceller
+
+    rng = np.random.default_rng(3)
+    aec = SpeexEchoCanceller(480)
+    silence = np.zeros(480, np.int16)
+
+    def frame(rms: float) -> np.ndarray:
+        return rng.normal(0, rms, 480).astype(np.int16)
+
+    def same(a: np.ndarray, b: np.ndarray) -> bool:  # the same audio (speex's DC notch aside)
+        return float(np.corrcoef(a, b)[0, 1]) > 0.9
+
+    for f in [frame(3000) for _ in range(5)]:  # a silent hub: each frame is the microphone's own, not a frame late
+        assert aec.direct and same(aec.process(f, silence), f)
+    room = frame(1000)
+    assert same(aec.process(room, silence), room)
+    first = aec.process(frame(30), frame(3000))  # the hub plays: a frame late from here (the last comes again)
+    assert not aec.direct and same(first, room)
+    for _ in range(3):
+        aec.process(frame(30), frame(3000))
+    words = [frame(3000) for _ in range(20)]  # the user talks on after the hub stopped, past its echo tail
+    out = [aec.process(f, silence) for f in words]
+    assert not aec.direct  # no word of theirs dropped to catch up
+    assert all(same(o, f) for o, f in zip(out[1:], words[:-1], strict=True))
+    quiet = [frame(30) for _ in range(3)]
+    after = [aec.process(f, silence) for f in quiet]
+    assert same(after[0], words[-1])  # their last frame came whole ...
+    assert aec.direct and same(after[1], quiet[1])  # ... and a quiet frame of the room was dropped
+    aec.close()
+
+
 def test_wake_word_opens_a_session(
     engines: Engines, agent: Agent, voice: Callable[..., np.ndarray],
 ) -> None:
