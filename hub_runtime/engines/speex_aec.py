@@ -12,8 +12,8 @@ frame after the microphone did). Then the filter's output for the frame itself g
 once (the same audio: speex's DC notch, nothing to cancel). The preprocessor still runs on
 every frame (its state follows the room). Going from one to the other repeats a frame or
 drops one: the frame before the hub starts to play comes twice (the room before the hub
-spoke), and the way back waits for a frame at the room's floor to drop (never a word of
-someone talking on after the hub stopped).
+spoke), and the way back waits for a pause at the room's floor to drop a frame of (never a
+word, or a weak sound of one, of someone talking on after the hub stopped).
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ from ..audio.format import RATE, Int16Array
 
 FILTER_MS: Final = 300  # echo tail the filter covers
 FLOOR_FRAMES: Final = 33  # the room's floor: the quietest microphone frame of the last second or so
-FLOOR_MARGIN: Final = 2.0  # a frame at most this much louder (RMS, 6 dB) is the room's floor: it may be dropped
+FLOOR_MARGIN: Final = 2.0  # a frame at most this much louder (RMS, 6 dB) is at the room's floor
+# ... and a frame is dropped only amid this many such frames in a row: a pause, not a weak sound
+# inside a word (the "f" of "office fan", said on after a barge-in, was dropped: "Turn on the office.")
+FLOOR_RUN: Final = 5
 
 
 class SpeexEchoCanceller:
@@ -42,6 +45,7 @@ class SpeexEchoCanceller:
                                          suppress_db=suppress_db, suppress_active_db=suppress_active_db)
         self.direct = True  # the output is the microphone frame itself, not the canceller's (a frame late)
         self._levels: deque[float] = deque(maxlen=FLOOR_FRAMES)  # the microphone frames' RMS
+        self._floor_run = 0  # frames in a row at the room's floor
 
     def process(self, mic: Int16Array, reference: Int16Array) -> Int16Array:
         """The mic frame with the echo of ``reference`` (played in the same tick) removed.
@@ -57,15 +61,16 @@ class SpeexEchoCanceller:
         out = np.empty(self.frame, dtype=np.int16)  # the frame keeps it: one array per frame
         now = np.empty(self.frame, dtype=np.int16)
         self._aec.process(mic, reference, out, now)
-        last = self._levels[-1] if self._levels else 0.0
-        self._levels.append(float(native.frame_rms(mic)))
+        level = float(native.frame_rms(mic))
+        self._levels.append(level)
+        self._floor_run = self._floor_run + 1 if level <= FLOOR_MARGIN * min(self._levels) + 1.0 else 0
         if self.direct:
             if reference.any():  # the hub plays: a frame late from now on (the last frame comes again)
                 self.direct = False
                 return out
             return now
-        if not self._aec.suppressing and last <= FLOOR_MARGIN * min(self._levels) + 1.0:
-            self.direct = True  # the echo tail is over and the last frame is the room's floor: dropped
+        if not self._aec.suppressing and self._floor_run >= FLOOR_RUN:
+            self.direct = True  # the echo tail is over, the room has been quiet: the last frame is dropped
             return now
         return out
 
