@@ -12,8 +12,8 @@ frame after the microphone did). Then the filter's output for the frame itself g
 once (the same audio: speex's DC notch, nothing to cancel). The preprocessor still runs on
 every frame (its state follows the room). Going from one to the other repeats a frame or
 drops one: the frame before the hub starts to play comes twice (the room before the hub
-spoke), and the way back waits for a pause at the room's floor to drop a frame of (never a
-word, or a weak sound of one, of someone talking on after the hub stopped).
+spoke), and the way back drops one frame inside a pause at the room's floor (never a word,
+or a weak sound of one, of someone talking on after the hub stopped).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class SpeexEchoCanceller:
         self.frame = frame_samples
         self._aec = native.EchoCanceller(frame_samples, filter_ms * RATE // 1000, RATE,
                                          suppress_db=suppress_db, suppress_active_db=suppress_active_db)
-        self.direct = True  # the output is the microphone frame itself, not the canceller's (a frame late)
+        self.direct = True  # the output is the filter's for the frame itself, not the preprocessor's (a frame late)
         self._levels: deque[float] = deque(maxlen=FLOOR_FRAMES)  # the microphone frames' RMS
         self._floor_run = 0  # frames in a row at the room's floor
 
