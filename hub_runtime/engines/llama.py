@@ -39,6 +39,7 @@ from .base import EngineError, Message, Sampling, Stats, fit
 _LOGGER = logging.getLogger(__name__)
 
 START_TIMEOUT_S: Final = 120.0  # the child loads the model
+ALIVE_POLL_S: Final = 0.5  # while waiting for the child's next message, it is checked for life this often
 SMOLLM2_FILE: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CHATML: Final = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
                  "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -237,12 +238,24 @@ class ProcessEngine:
         self._spawn()
         self.restarts += 1
 
+    def _recv(self) -> typing.Any:
+        """The child's next message; EOFError when it died.
+
+        Its death does not always close the pipe: another process that inherited the pipe's
+        end keeps it open, and ``recv`` then waits for ever (a test that killed the child
+        mid-stream hung so, the child a zombie). So the wait polls, and asks whether it lives.
+        """
+        while not self._conn.poll(ALIVE_POLL_S):
+            if not self._proc.is_alive():
+                raise EOFError(f"exit code {self._proc.exitcode}")
+        return self._conn.recv()
+
     def count(self, messages: Sequence[Message]) -> int:
         """Tokens of the prompt (a round trip to the child)."""
         with self._lock:
             self._alive()
             self._conn.send(("count", [(m.role, m.content) for m in messages]))
-            reply = self._conn.recv()
+            reply = self._recv()
         if reply[0] != "count":
             raise EngineError(str(reply[1]))
         return int(reply[1])
@@ -265,7 +278,7 @@ class ProcessEngine:
                     self._conn.send(("gen", [(m.role, m.content) for m in messages], grammar,
                                      dataclasses.asdict(sampling), budget))
                     while True:
-                        kind, value = self._conn.recv()
+                        kind, value = self._recv()
                         if kind == "piece":
                             put(value)
                         elif kind == "done":
