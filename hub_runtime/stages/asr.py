@@ -816,15 +816,20 @@ def _un_sentences(words: tuple[str, ...]) -> list[tuple[str, ...]]:
     """The sentence with one word's "un" put on or taken off ("mute" and "unmute"): the closest opposites."""
     out = []
     for i, word in enumerate(words):
-        other = "un" + word if word in UN_STEMS else word[2:] if word.startswith("un") and word[2:] in UN_STEMS else ""
+        other = "un" + word if word in UN_STEMS else word[2:] if _is_un(word) else ""
         if other:
             out.append((*words[:i], other, *words[i + 1:]))
     return out
 
 
+def _is_un(word: str) -> bool:
+    """Whether the word is one with "un" put on ("unmute", "unpause", "unlock")."""
+    return word.startswith("un") and word[2:] in UN_STEMS
+
+
 def _has_un(words: tuple[str, ...]) -> bool:
-    """Whether a word of the sentence is one with "un" put on ("unmute", "unpause", "unlock")."""
-    return any(word.startswith("un") and word[2:] in UN_STEMS for word in words)
+    """Whether a word of the sentence is one with "un" put on."""
+    return any(_is_un(word) for word in words)
 
 
 def _opposite(a: tuple[object, ...] | None, b: tuple[object, ...] | None) -> bool:
