@@ -22,6 +22,7 @@ from commands import cases
 
 from hub_runtime.agent import Agent
 from hub_runtime.audio.synthetic import reverb, scene, speak, speech_bounds_ms
+from hub_runtime.driver import NATIVE
 from hub_runtime.engines import Engines
 from hub_runtime.runner import run_file
 from hub_runtime.settings import Settings
@@ -48,6 +49,21 @@ BUDGET = [
 ]
 
 
+# who used the CPU (``RunResult.cpu_threads``): each thread's name, by its prefix, to what it runs
+CPU_BUDGET = [
+    ("MainThread", "the loop: frames through AEC, VAD, pocketsphinx, the stages"),
+    ("asyncio_", "worker threads: Whisper's search and scoring, the NLU's choice, Piper"),
+    ("whisper-beside", "Whisper's own words scored beside the search"),
+    ("voice-ahead", "replies made ahead while idle (Piper)"),
+    (NATIVE, "native pools: CTranslate2 (Whisper's encoder, free decode), onnxruntime"),
+]
+
+
+def cpu_part(thread: str) -> str:
+    """The line of ``CPU_BUDGET`` a thread's CPU goes to ("other threads" for none)."""
+    return next((what for prefix, what in CPU_BUDGET if thread.startswith(prefix)), "other threads")
+
+
 def pct(xs: list[float], q: float) -> str:
     return f"{np.percentile(xs, q):.0f}" if xs else "-"
 
@@ -60,6 +76,7 @@ async def commands(settings: Settings, shared: Engines, n: int | None) -> dict[s
     truth = Agent.from_settings(settings)
     lat_intent, lat_audio, ok, total, cpu, audio_s = [], [], 0, 0, 0.0, 0.0
     budget: dict[str, list[int]] = {name: [] for name, _a, _b in BUDGET}
+    cpu_parts: dict[str, float] = {}
     print(f"  {'command':42s} {'voice':13s} " + " ".join(f"{s[:10]:>10s}" for s in STAGES) + "  tier")
     for case in cases(n):
         utt = speak(case.text, case.voice, speed=case.speed)
@@ -70,6 +87,8 @@ async def commands(settings: Settings, shared: Engines, n: int | None) -> dict[s
         want = truth.recognize(case.text)
         res = await run_file(settings, mic, engines=shared, agent=Agent.from_settings(settings), realtime=True)
         cpu += res.cpu_s
+        for thread, used in res.cpu_threads.items():
+            cpu_parts[cpu_part(thread)] = cpu_parts.get(cpu_part(thread), 0.0) + used
         audio_s += len(res.mic) / 16000
         got = [e for e in res.events if e["type"] == "intent"]
         total += 1
@@ -92,7 +111,7 @@ async def commands(settings: Settings, shared: Engines, n: int | None) -> dict[s
         print(f"  {case.text[:42]:42s} {case.voice + ' x' + str(case.speed):13s} {row}  {','.join(map(str, tiers))}"
               + ("" if right else f"  MISS heard {[e.get('text') for e in res.events if e['type'] == 'transcript']}"))
     return {"ok": ok, "total": total, "intent": lat_intent, "audio": lat_audio, "cpu": cpu / audio_s,
-            "budget": budget}
+            "budget": budget, "cpu_parts": {part: used / audio_s for part, used in cpu_parts.items()}}
 
 
 async def overlaps(settings: Settings, shared: Engines) -> dict[str, object]:
@@ -131,8 +150,12 @@ def report(c: dict[str, Any], o: dict[str, Any]) -> dict[str, float]:
           f"({len(pause)}/{len(INTERRUPTIONS)} paused, {o['cancelled']} cancelled for good)")
     print(f"backchannels: {o['resumed']}/{len(BACKCHANNELS)} resumed, {o['bc_cancelled']} cancelled")
     print(f"CPU: {c['cpu']:.3f} s per s of audio (whole loop, one stream, commands with 2 s of silence)")
-    print("latency budget per turn (ms; p50 / p95):")
     out = {"accuracy": ok / max(1, total), "cpu": c["cpu"]}
+    print("CPU budget (s per s of audio, by thread):")
+    for part, used in sorted(c["cpu_parts"].items(), key=lambda item: -item[1]):
+        print(f"  {part:75s} {used:.3f}")
+        out["CPU: " + part.split(":")[0]] = used
+    print("latency budget per turn (ms; p50 / p95):")
     for name, _a, _b in BUDGET:
         xs = c["budget"][name]
         print(f"  {name:42s} {pct(xs, 50):>5} / {pct(xs, 95):>5}  ({len(xs)} turns)")

@@ -11,6 +11,8 @@ Live audio is driven by the device instead (``audio/devices.py``).
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +34,10 @@ class Recording:
     speaker: list[Int16Array] = field(default_factory=list)
     mic: list[Int16Array] = field(default_factory=list)
     cpu_s: float = 0.0  # process CPU (all threads) while frames were fed
+    # ... by thread: Python's thread names; threads Python did not start (the native libraries'
+    # pools: CTranslate2's, onnxruntime's) under NATIVE. A thread that ended meanwhile is not in
+    # it (its count went with it). Empty where /proc has no threads (not Linux).
+    cpu_threads: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def _join(frames: list[Int16Array]) -> Int16Array:
@@ -48,6 +54,39 @@ class Recording:
         return self._join(self.mic)
 
 
+NATIVE = "native"  # threads Python did not start
+
+
+def thread_cpu() -> dict[int, float]:
+    """Each of the process's threads' CPU seconds so far (user and system), by native thread id (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out: dict[int, float] = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()  # after the name, which may hold spaces
+        except OSError:
+            continue  # the thread ended
+        out[int(task)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return out
+
+
+def by_thread_name(before: dict[int, float], after: dict[int, float]) -> dict[str, float]:
+    """The CPU each thread used between two :func:`thread_cpu` readings, summed by thread name."""
+    names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+    out: dict[str, float] = {}
+    for tid, cpu in after.items():
+        used = cpu - before.get(tid, 0.0)
+        if used > 0:
+            name = names.get(tid, NATIVE)
+            out[name] = out.get(name, 0.0) + used
+    return out
+
+
 async def drive(loop: DialogueLoop, source: Source, *, realtime: bool,
                 room: EchoRoom | None = None) -> Recording:
     """Tick the loop until the source returns None."""
@@ -57,6 +96,7 @@ async def drive(loop: DialogueLoop, source: Source, *, realtime: bool,
     clock.start()
     t0 = time.perf_counter()
     cpu0 = time.process_time()
+    threads0 = thread_cpu()
     i = 0
     try:
         while True:
@@ -75,4 +115,5 @@ async def drive(loop: DialogueLoop, source: Source, *, realtime: bool,
                 await loop.pipeline.wait_idle()
     finally:
         out.cpu_s = time.process_time() - cpu0
+        out.cpu_threads = by_thread_name(threads0, thread_cpu())
     return out

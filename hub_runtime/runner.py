@@ -53,6 +53,7 @@ class RunResult:
     speaker: Int16Array = field(default_factory=lambda: np.zeros(0, np.int16))
     mic: Int16Array = field(default_factory=lambda: np.zeros(0, np.int16))
     cpu_s: float = 0.0  # process CPU (all threads) while frames were fed, set-up excluded
+    cpu_threads: dict[str, float] = field(default_factory=dict)  # ... by thread (``driver.Recording``)
 
 
 @contextlib.asynccontextmanager
@@ -193,7 +194,7 @@ async def run_file(settings: Settings, mic: Int16Array, *, engines: Engines | No
             recording = await drive(loop, source, realtime=realtime,
                                     room=EchoRoom(echo[0], echo[1], n) if echo else None)
     return RunResult(events=log.events, speaker=recording.speaker_audio, mic=recording.mic_audio,
-                     cpu_s=recording.cpu_s)
+                     cpu_s=recording.cpu_s, cpu_threads=recording.cpu_threads)
 
 
 class Device(Protocol):

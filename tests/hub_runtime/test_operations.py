@@ -587,3 +587,34 @@ def test_a_hub_whose_voice_fails_still_answers_and_says_it_is_degraded(engines: 
                 assert 'duplex_hub_degraded{component="voice"} 1.0' in await r.text()
 
     asyncio.run(go())
+
+
+def test_the_cpu_of_a_run_is_told_by_thread() -> None:
+    """A thread's CPU goes to its name; a thread Python did not start goes to NATIVE."""
+    from hub_runtime.driver import NATIVE, by_thread_name, thread_cpu
+
+    before = thread_cpu()
+    if not before:
+        pytest.skip("no /proc/self/task here")
+    busy, done = threading.Event(), threading.Event()
+
+    def burn() -> None:
+        x = 0
+        while not done.is_set():
+            for i in range(20000):
+                x += i * i
+            if x > 0:
+                busy.set()
+                done.wait(0.0)
+
+    worker = threading.Thread(target=burn, name="burner", daemon=True)
+    worker.start()
+    busy.wait()
+    assert worker.native_id is not None
+    while thread_cpu().get(worker.native_id, 0.0) == 0.0:  # the clock counts in ticks: until one is counted
+        done.wait(0.01)
+    used = by_thread_name(before, thread_cpu())
+    done.set()
+    worker.join()
+    assert used["burner"] > 0
+    assert by_thread_name({1: 1.0}, {1: 1.5, 2: 0.25, worker.native_id: 0.0}) == {NATIVE: 0.75}
