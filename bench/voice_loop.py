@@ -152,7 +152,8 @@ def report(c: dict[str, Any], o: dict[str, Any]) -> dict[str, float]:
     print(f"CPU: {c['cpu']:.3f} s per s of audio (whole loop, one stream, commands with 2 s of silence)")
     out = {"accuracy": ok / max(1, total), "cpu": c["cpu"]}
     print("CPU budget (s per s of audio, by thread):")
-    for part, used in sorted(c["cpu_parts"].items(), key=lambda item: -item[1]):
+    parts = {what: 0.0 for _prefix, what in CPU_BUDGET} | c["cpu_parts"]  # a part idle in this run: 0
+    for part, used in sorted(parts.items(), key=lambda item: -item[1]):
         print(f"  {part:75s} {used:.3f}")
         out["CPU: " + part.split(":")[0]] = used
     print("latency budget per turn (ms; p50 / p95):")
