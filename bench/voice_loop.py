@@ -88,7 +88,8 @@ async def commands(settings: Settings, shared: Engines, n: int | None) -> dict[s
         res = await run_file(settings, mic, engines=shared, agent=Agent.from_settings(settings), realtime=True)
         cpu += res.cpu_s
         for thread, used in res.cpu_threads.items():
-            cpu_parts[cpu_part(thread)] = cpu_parts.get(cpu_part(thread), 0.0) + used
+            part = cpu_part(thread)
+            cpu_parts[part] = cpu_parts.get(part, 0.0) + used
         audio_s += len(res.mic) / 16000
         got = [e for e in res.events if e["type"] == "intent"]
         total += 1
